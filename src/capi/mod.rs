@@ -1,0 +1,155 @@
+//! The C API of `include/corun.h`, for programs written for corun.
+//!
+//! A `corun_co_t *` is the task id disguised as a pointer, looked up in a
+//! sharded table: joining twice, joining a detached coroutine or passing a
+//! made-up handle finds nothing and returns ESRCH instead of touching freed
+//! memory.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Mutex;
+
+use crate::sched::{self, fdtable::lock, Entry, JoinError, TaskRef};
+use crate::sys::set_errno;
+
+/// Task ids are unique: hash them as themselves.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u64 keys")
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type Map = HashMap<u64, TaskRef, BuildHasherDefault<IdHasher>>;
+
+const SHARDS: usize = 64;
+static HANDLES: [Mutex<Option<Map>>; SHARDS] = [const { Mutex::new(None) }; SHARDS];
+
+fn shard(id: u64) -> &'static Mutex<Option<Map>> {
+    &HANDLES[(id as usize) % SHARDS]
+}
+
+fn insert(t: TaskRef) {
+    lock(shard(t.id))
+        .get_or_insert_with(Map::default)
+        .insert(t.id, t);
+}
+
+fn take(id: u64) -> Option<TaskRef> {
+    lock(shard(id)).as_mut()?.remove(&id)
+}
+
+/// Spawns `f(arg)` as a coroutine; NULL and errno on failure.
+#[no_mangle]
+pub extern "C" fn corun_spawn(
+    f: Option<extern "C" fn(*mut c_void) -> *mut c_void>,
+    arg: *mut c_void,
+) -> *mut c_void {
+    let f = match f {
+        Some(f) => f,
+        None => {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        }
+    };
+    let size = sched::runtime().map_or(crate::config::DEFAULT_STACK_SIZE, |r| r.config.stack_size);
+    match sched::spawn(Entry::C { f, arg }, size) {
+        Ok(t) => {
+            let id = t.id;
+            insert(t);
+            id as usize as *mut c_void
+        }
+        Err(e) => {
+            set_errno(e);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Waits for a coroutine and takes its result; 0 or an errno value.
+///
+/// # Safety
+/// `result` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn corun_join(co: *mut c_void, result: *mut *mut c_void) -> c_int {
+    let id = co as usize as u64;
+    if id == 0 {
+        return libc::EINVAL;
+    }
+    if id == sched::current_id() {
+        return libc::EDEADLK;
+    }
+    let t = match take(id) {
+        Some(t) => t,
+        None => return libc::ESRCH,
+    };
+    match sched::join(&t) {
+        Ok(r) => {
+            if !result.is_null() {
+                // SAFETY: the caller passed a writable pointer or NULL.
+                unsafe { *result = r as *mut c_void };
+            }
+            0
+        }
+        Err(JoinError::Deadlock) => libc::EDEADLK,
+        Err(JoinError::Claimed) => libc::ESRCH,
+    }
+}
+
+/// Lets the coroutine run to completion unjoined; 0 or an errno value.
+#[no_mangle]
+pub extern "C" fn corun_detach(co: *mut c_void) -> c_int {
+    let id = co as usize as u64;
+    if id == 0 {
+        return libc::EINVAL;
+    }
+    match take(id) {
+        Some(t) => match sched::detach(&t) {
+            Ok(()) => 0,
+            Err(_) => libc::ESRCH,
+        },
+        None => libc::ESRCH,
+    }
+}
+
+/// Lets the other runnable coroutines of this worker run.
+#[no_mangle]
+pub extern "C" fn corun_yield() {
+    sched::yield_now();
+}
+
+/// Sleeps `ns` nanoseconds (parks a coroutine, blocks a native thread).
+#[no_mangle]
+pub extern "C" fn corun_sleep_ns(ns: u64) -> c_int {
+    if sched::in_coroutine() {
+        crate::hooks::sleep::park_for(ns);
+        return 0;
+    }
+    let ts = crate::sys::ns_timespec(ns);
+    // SAFETY: valid timespec; the real nanosleep, restarted on EINTR.
+    let mut rem = ts;
+    loop {
+        let cur = rem;
+        if unsafe { crate::sys::real::nanosleep(&cur, &mut rem) } == 0 {
+            return 0;
+        }
+        if crate::sys::errno() != libc::EINTR {
+            return -1;
+        }
+    }
+}
+
+/// The running coroutine's id, 0 outside coroutines.
+#[no_mangle]
+pub extern "C" fn corun_self_id() -> u64 {
+    sched::current_id()
+}

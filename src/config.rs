@@ -1,0 +1,218 @@
+//! Configuration from the environment (`CORUN_*`), read once at start.
+//!
+//! Every variable has a launcher option of the same meaning. A value that
+//! does not parse stops the program before `main` with a message naming the
+//! variable and what it accepts: a silent default would hide a typo in a
+//! production setting.
+
+use std::ffi::OsString;
+
+/// Default coroutine stack size for `corun_spawn` (and threads without a
+/// stack size attribute, see `hooks::pthread`).
+pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
+pub const MIN_STACK_SIZE: usize = 16 * 1024;
+pub const MAX_STACK_SIZE: usize = 1 << 30;
+pub const MAX_WORKERS: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadMode {
+    /// `pthread_create` makes a coroutine (the point of corun).
+    Coroutine,
+    /// `pthread_create` makes a kernel thread, as without corun.
+    Native,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub workers: usize,
+    pub stack_size: usize,
+    pub threads: ThreadMode,
+    pub stats: bool,
+    pub blocking_threads: usize,
+    pub stall_ms: u64,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, String> {
+        Config::from_lookup(|k| std::env::var_os(k))
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<OsString>) -> Result<Config, String> {
+        let s = |k: &str| -> Result<Option<String>, String> {
+            match get(k) {
+                None => Ok(None),
+                Some(v) => v
+                    .into_string()
+                    .map(|v| Some(v.trim().to_string()))
+                    .map_err(|_| format!("{k} is not valid UTF-8")),
+            }
+        };
+        let workers = match s("CORUN_WORKERS")? {
+            None => crate::sys::available_cpus().clamp(1, MAX_WORKERS),
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if (1..=MAX_WORKERS).contains(&n) => n,
+                _ => {
+                    return Err(format!(
+                        "CORUN_WORKERS={v:?} is not a worker count; use a whole number from 1 to {MAX_WORKERS}"
+                    ))
+                }
+            },
+        };
+        let stack_size = match s("CORUN_STACK_SIZE")? {
+            None => DEFAULT_STACK_SIZE,
+            Some(v) => match parse_size(&v) {
+                Some(n) if (MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&n) => n,
+                _ => {
+                    return Err(format!(
+                        "CORUN_STACK_SIZE={v:?} is not a stack size; use bytes or a number with k, m or g \
+                         (e.g. 256k, 1m), from 16k to 1g"
+                    ))
+                }
+            },
+        };
+        let threads = match s("CORUN_THREADS")?.as_deref() {
+            None | Some("coroutine") => ThreadMode::Coroutine,
+            Some("native") => ThreadMode::Native,
+            Some(v) => {
+                return Err(format!(
+                    "CORUN_THREADS={v:?} is not a thread mode; use coroutine or native"
+                ))
+            }
+        };
+        let stats = parse_bool("CORUN_STATS", s("CORUN_STATS")?)?;
+        let blocking_threads = match s("CORUN_BLOCKING_THREADS")? {
+            None => 16,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if (1..=1024).contains(&n) => n,
+                _ => {
+                    return Err(format!(
+                        "CORUN_BLOCKING_THREADS={v:?} is not a thread count; use a whole number from 1 to 1024"
+                    ))
+                }
+            },
+        };
+        let stall_ms = match s("CORUN_STALL_MS")? {
+            None => 100,
+            Some(v) => match v.parse::<u64>() {
+                Ok(n) if n <= 3_600_000 => n,
+                _ => {
+                    return Err(format!(
+                        "CORUN_STALL_MS={v:?} is not a duration; use milliseconds from 0 (off) to 3600000"
+                    ))
+                }
+            },
+        };
+        Ok(Config {
+            workers,
+            stack_size,
+            threads,
+            stats,
+            blocking_threads,
+            stall_ms,
+        })
+    }
+}
+
+fn parse_bool(name: &str, v: Option<String>) -> Result<bool, String> {
+    match v.as_deref() {
+        None | Some("0") | Some("no") | Some("false") | Some("off") | Some("") => Ok(false),
+        Some("1") | Some("yes") | Some("true") | Some("on") => Ok(true),
+        Some(v) => Err(format!("{name}={v:?} is not a switch; use 1 or 0")),
+    }
+}
+
+/// Parses `262144`, `256k`, `256K`, `1m`, `1M`, `1g` (powers of 1024; an
+/// optional trailing `b`/`ib` as in `256KiB` is accepted).
+pub fn parse_size(v: &str) -> Option<usize> {
+    let v = v.trim().to_ascii_lowercase();
+    let v = v
+        .strip_suffix("ib")
+        .or_else(|| v.strip_suffix('b'))
+        .unwrap_or(&v);
+    let (num, mult) = match v.chars().last()? {
+        'k' => (&v[..v.len() - 1], 1usize << 10),
+        'm' => (&v[..v.len() - 1], 1 << 20),
+        'g' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    num.parse::<usize>().ok()?.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        Config::from_lookup(|k| {
+            pairs
+                .iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, b)| OsString::from(b))
+        })
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("262144"), Some(262144));
+        assert_eq!(parse_size("256k"), Some(262144));
+        assert_eq!(parse_size("256K"), Some(262144));
+        assert_eq!(parse_size("1m"), Some(1 << 20));
+        assert_eq!(parse_size("1MiB"), Some(1 << 20));
+        assert_eq!(parse_size("2g"), Some(2 << 30));
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("k"), None);
+        assert_eq!(parse_size("12x"), None);
+        assert_eq!(parse_size("-1"), None);
+        assert_eq!(parse_size("1.5m"), None);
+        assert_eq!(parse_size("99999999999999999999g"), None);
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.stack_size, DEFAULT_STACK_SIZE);
+        assert!(c.workers >= 1);
+        assert_eq!(c.threads, ThreadMode::Coroutine);
+        assert!(!c.stats);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (k, v) in [
+            ("CORUN_STACK_SIZE", "lots"),
+            ("CORUN_STACK_SIZE", "1k"),
+            ("CORUN_WORKERS", "0"),
+            ("CORUN_WORKERS", "two"),
+            ("CORUN_THREADS", "green"),
+            ("CORUN_STATS", "maybe"),
+            ("CORUN_STALL_MS", "-5"),
+            ("CORUN_BLOCKING_THREADS", "0"),
+        ] {
+            let e = cfg(&[(k, v)]).unwrap_err();
+            assert!(e.starts_with(k), "{e}");
+            assert!(e.contains(v), "{e}");
+        }
+    }
+
+    #[test]
+    fn good_values() {
+        let c = cfg(&[
+            ("CORUN_STACK_SIZE", "1m"),
+            ("CORUN_WORKERS", "3"),
+            ("CORUN_THREADS", "native"),
+            ("CORUN_STATS", "1"),
+        ])
+        .unwrap();
+        assert_eq!(c.stack_size, 1 << 20);
+        assert_eq!(c.workers, 3);
+        assert_eq!(c.threads, ThreadMode::Native);
+        assert!(c.stats);
+    }
+}

@@ -1,0 +1,125 @@
+//! `close`, `dup`, `dup2`, `dup3`, `fcntl`, `fcntl64`, `ioctl`.
+//!
+//! These never block; corun interposes them to keep its per-fd knowledge
+//! true (DESIGN.md §5.1): `close` wakes any coroutine parked on the fd
+//! (it fails with EBADF) and bumps the fd's generation so a stale epoll
+//! event cannot reach the next file of that number; the dup family copies
+//! the program's non-blocking wish to the new fd (it shares the open file
+//! description); `fcntl(F_SETFL)` and `ioctl(FIONBIO)` record that wish.
+//! Bookkeeping happens for every caller, coroutine or not; fds of the
+//! runtime itself cannot be closed by the program (it gets EBADF, as it
+//! would natively for an fd it never opened).
+
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+use libc::c_ulong;
+
+use crate::sched::fdtable;
+use crate::sys::{errno, real, set_errno};
+
+fn is_runtime_fd(fd: c_int) -> bool {
+    fdtable::peek(fd).is_some_and(|e| e.runtime.load(Ordering::Relaxed))
+}
+
+/// `newfd` now refers to the same description as `oldfd`.
+fn note_dup(oldfd: c_int, newfd: c_int) {
+    let saved = errno();
+    if let Some(n) = fdtable::get(newfd) {
+        n.reset();
+        if let Some(o) = fdtable::peek(oldfd) {
+            n.copy_from(o);
+        }
+    }
+    set_errno(saved);
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if is_runtime_fd(fd) {
+        set_errno(libc::EBADF);
+        return -1;
+    }
+    fdtable::forget(fd);
+    // SAFETY: plain integer.
+    unsafe { real::close(fd) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    // SAFETY: plain integer.
+    let r = unsafe { real::dup(fd) };
+    if r >= 0 {
+        note_dup(fd, r);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dup2(fd: c_int, fd2: c_int) -> c_int {
+    if is_runtime_fd(fd2) || is_runtime_fd(fd) {
+        set_errno(libc::EBADF);
+        return -1;
+    }
+    // SAFETY: plain integers.
+    let r = unsafe { real::dup2(fd, fd2) };
+    if r >= 0 && fd != fd2 {
+        note_dup(fd, r);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dup3(fd: c_int, fd2: c_int, flags: c_int) -> c_int {
+    if is_runtime_fd(fd2) || is_runtime_fd(fd) {
+        set_errno(libc::EBADF);
+        return -1;
+    }
+    // SAFETY: plain integers.
+    let r = unsafe { real::dup3(fd, fd2, flags) };
+    if r >= 0 {
+        note_dup(fd, r);
+    }
+    r
+}
+
+/// Bookkeeping after a successful fcntl.
+fn after_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, r: c_int) {
+    if r < 0 {
+        return;
+    }
+    match cmd {
+        libc::F_SETFL => super::set_user_nonblocking(fd, arg as c_int & libc::O_NONBLOCK != 0),
+        libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => note_dup(fd, r),
+        _ => {}
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    // SAFETY: the caller's fcntl contract; the variadic third argument is
+    // passed in the same register as a fixed one on x86_64 and aarch64.
+    let r = unsafe { real::fcntl(fd, cmd, arg) };
+    after_fcntl(fd, cmd, arg, r);
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    // SAFETY: as fcntl.
+    let r = unsafe { real::fcntl64(fd, cmd, arg) };
+    after_fcntl(fd, cmd, arg, r);
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
+    // SAFETY: the caller's ioctl contract (variadic argument as in fcntl).
+    let r = unsafe { real::ioctl(fd, req, arg) };
+    if r >= 0 && req == libc::FIONBIO && arg != 0 {
+        // SAFETY: FIONBIO takes a pointer to int, readable per the contract.
+        let on = unsafe { *(arg as *const c_int) } != 0;
+        super::set_user_nonblocking(fd, on);
+    }
+    r
+}

@@ -1,0 +1,176 @@
+//! Interposed libc functions, one file per family, each named for the libc
+//! calls it holds (`rw.rs`: read/write/readv/writev, `socket.rs`: recv/send/
+//! accept/connect/socket, `sleep.rs`, `fdctl.rs`: close/dup/fcntl/ioctl,
+//! `start.rs`: `__libc_start_main`).
+//!
+//! Every hook begins with the same test: is the caller a coroutine? If not
+//! (the runtime is not up, a native thread, runtime code itself, an atexit
+//! handler) the hook is an exact passthrough to the real function: same
+//! result, same errno, for the cost of one thread-local load.
+//!
+//! In a coroutine, a call that could block is made non-blocking *per call*,
+//! never by leaving O_NONBLOCK on the open file description (DESIGN.md §5.1):
+//!
+//! | fd kind (fstat, once per fd)       | how one attempt is made non-blocking |
+//! |------------------------------------|--------------------------------------|
+//! | socket                             | MSG_DONTWAIT                         |
+//! | pipe, FIFO, eventfd                | preadv2/pwritev2 with RWF_NOWAIT     |
+//! | regular file, block device         | none: the call is made as is         |
+//! | anything else (tty, timerfd...)    | poll with zero timeout, then the call|
+//!
+//! The attempt comes first (the fast path is the one syscall the program
+//! would have made); only on EAGAIN does the coroutine park on the
+//! netpoller, then retry. A program that asked for O_NONBLOCK itself gets its
+//! EAGAIN back. The program's wish is tracked per fd from `fcntl`, `ioctl`
+//! FIONBIO, `socket`/`accept4` flags, and otherwise asked of the kernel once.
+//!
+//! # Safety
+//! Every exported function has the contract of the libc function it
+//! replaces; the pointers it receives are passed on unchanged or used as
+//! that contract allows.
+
+#![allow(clippy::missing_safety_doc)]
+
+pub mod fdctl;
+pub mod rw;
+pub mod sleep;
+pub mod socket;
+pub mod start;
+
+use std::sync::atomic::Ordering;
+
+use crate::sched::fdtable::{self, Dir, FdEntry};
+use crate::sched::{park_until_ready, FdWait};
+use crate::sys::{errno, set_errno};
+
+/// Magic of anon-inode files (eventfd, timerfd, signalfd, epoll...).
+const ANON_INODE_FS_MAGIC: i64 = 0x0904_1934;
+
+/// The fd's kind, from the cache or one fstat.
+pub(crate) fn fd_kind(fd: i32, e: &FdEntry) -> u8 {
+    let k = e.kind.load(Ordering::Relaxed);
+    if k != fdtable::KIND_UNKNOWN {
+        return k;
+    }
+    // SAFETY: a zeroed stat is a valid out-buffer; raw syscall because the
+    // stat family may be interposed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st) } < 0 {
+        return fdtable::KIND_UNKNOWN;
+    }
+    let k = match st.st_mode & libc::S_IFMT {
+        libc::S_IFSOCK => fdtable::KIND_SOCKET,
+        libc::S_IFIFO => fdtable::KIND_NOWAIT,
+        libc::S_IFBLK | libc::S_IFDIR => fdtable::KIND_FILE,
+        libc::S_IFREG => {
+            // SAFETY: a zeroed statfs is a valid out-buffer.
+            let mut sf: libc::statfs = unsafe { std::mem::zeroed() };
+            let anon = unsafe { libc::syscall(libc::SYS_fstatfs, fd, &mut sf) } == 0
+                && sf.f_type as i64 == ANON_INODE_FS_MAGIC;
+            if anon {
+                fdtable::KIND_NOWAIT
+            } else {
+                fdtable::KIND_FILE
+            }
+        }
+        0 => fdtable::KIND_NOWAIT,
+        _ => fdtable::KIND_OTHER,
+    };
+    e.kind.store(k, Ordering::Relaxed);
+    k
+}
+
+/// Whether the program itself made `fd` non-blocking.
+pub(crate) fn user_nonblocking(fd: i32, e: &FdEntry) -> bool {
+    match e.nonblock.load(Ordering::Relaxed) {
+        fdtable::NB_ON => true,
+        fdtable::NB_OFF => false,
+        _ => {
+            // SAFETY: raw F_GETFL, no memory involved.
+            let fl = unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_GETFL) };
+            let on = fl >= 0 && (fl as i32 & libc::O_NONBLOCK) != 0;
+            if fl >= 0 {
+                e.nonblock.store(
+                    if on { fdtable::NB_ON } else { fdtable::NB_OFF },
+                    Ordering::Relaxed,
+                );
+            }
+            on
+        }
+    }
+}
+
+/// Records the program's O_NONBLOCK wish for `fd`.
+pub(crate) fn set_user_nonblocking(fd: i32, on: bool) {
+    if let Some(e) = fdtable::get(fd) {
+        e.nonblock.store(
+            if on { fdtable::NB_ON } else { fdtable::NB_OFF },
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// A deadline `timeo_ns` from now (0: none).
+pub(crate) fn deadline_in(timeo_ns: u64) -> Option<u64> {
+    (timeo_ns != 0).then(|| crate::sys::now_ns().saturating_add(timeo_ns))
+}
+
+/// What a non-blocking loop ended with.
+pub(crate) enum Io {
+    /// The call's result (errno set when negative).
+    Done(isize),
+    /// The fd cannot be waited on (regular file): make the blocking call.
+    Blocking,
+}
+
+/// Makes `attempt` (a non-blocking form of the call) until it does not
+/// return EAGAIN, parking on the netpoller in between. On timeout, returns
+/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF.
+pub(crate) fn nonblocking_loop(
+    fd: i32,
+    e: &FdEntry,
+    dir: Dir,
+    deadline: Option<u64>,
+    mut attempt: impl FnMut() -> isize,
+) -> Io {
+    loop {
+        let seen = e.snapshot(dir);
+        let r = attempt();
+        if r >= 0 {
+            return Io::Done(r);
+        }
+        let err = errno();
+        if err != libc::EAGAIN || user_nonblocking(fd, e) {
+            return Io::Done(r);
+        }
+        match park_until_ready(fd, dir, seen, deadline) {
+            FdWait::Ready => continue,
+            FdWait::Closed => {
+                set_errno(libc::EBADF);
+                return Io::Done(-1);
+            }
+            FdWait::TimedOut => {
+                let r = attempt();
+                return Io::Done(r);
+            }
+            FdWait::NotPollable(_) => return Io::Blocking,
+        }
+    }
+}
+
+/// `poll(fd, events, 0)` > 0: the fd is ready now.
+pub(crate) fn ready_now(fd: i32, events: i16) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; the real poll (the hook would park).
+    unsafe { crate::sys::real::poll(&mut p, 1, 0) > 0 }
+}
+
+/// Sets errno to EAGAIN and returns -1 (an attempt that found nothing).
+pub(crate) fn eagain() -> isize {
+    set_errno(libc::EAGAIN);
+    -1
+}

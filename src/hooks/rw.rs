@@ -1,0 +1,251 @@
+//! `read`, `write`, `readv`, `writev`.
+//!
+//! A blocking read returns as soon as some data is there; a blocking write
+//! on a stream returns only when everything is written (or an error or a
+//! timeout ends it, in which case the count written so far is returned, as
+//! the kernel does). The non-blocking attempts below reproduce both: reads
+//! return the first non-EAGAIN result; writes loop over partial results
+//! unless the program made the fd non-blocking itself.
+
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+use libc::{c_void, iovec, size_t, ssize_t};
+
+use super::{deadline_in, eagain, fd_kind, nonblocking_loop, ready_now, user_nonblocking, Io};
+use crate::sched::fdtable::{self, Dir, FdEntry};
+use crate::sched::in_coroutine;
+use crate::sys::{errno, real};
+
+/// One non-blocking vectored read attempt suited to the fd's kind, or None
+/// when the kind needs the plain blocking call.
+fn try_readv(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<isize> {
+    loop {
+        return match fd_kind(fd, e) {
+            fdtable::KIND_SOCKET => {
+                // SAFETY: a msghdr naming the caller's iovecs, otherwise empty.
+                let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+                m.msg_iov = iov as *mut iovec;
+                m.msg_iovlen = cnt as usize;
+                // SAFETY: as the caller's readv contract.
+                let r = unsafe { real::recvmsg(fd, &mut m, libc::MSG_DONTWAIT) };
+                if r < 0 && errno() == libc::ENOTSOCK {
+                    // Stale kind (the fd was closed behind our back): relearn.
+                    e.kind.store(fdtable::KIND_UNKNOWN, Ordering::Relaxed);
+                    continue;
+                }
+                Some(r)
+            }
+            fdtable::KIND_NOWAIT => {
+                // SAFETY: as the caller's readv contract; offset -1 = current position.
+                let r = unsafe { libc::preadv2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
+                if r < 0 && errno() == libc::EOPNOTSUPP {
+                    e.kind.store(fdtable::KIND_OTHER, Ordering::Relaxed);
+                    continue;
+                }
+                Some(r)
+            }
+            fdtable::KIND_OTHER => {
+                if !ready_now(fd, libc::POLLIN) {
+                    return Some(eagain());
+                }
+                // SAFETY: as the caller's readv contract.
+                Some(unsafe { real::readv(fd, iov, cnt) })
+            }
+            _ => None,
+        };
+    }
+}
+
+/// One non-blocking vectored write attempt, as `try_readv`.
+fn try_writev(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<isize> {
+    loop {
+        return match fd_kind(fd, e) {
+            fdtable::KIND_SOCKET => {
+                // SAFETY: as in try_readv.
+                let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+                m.msg_iov = iov as *mut iovec;
+                m.msg_iovlen = cnt as usize;
+                // SAFETY: as the caller's writev contract. No MSG_NOSIGNAL:
+                // SIGPIPE is raised exactly as write() would.
+                let r = unsafe { real::sendmsg(fd, &m, libc::MSG_DONTWAIT) };
+                if r < 0 && errno() == libc::ENOTSOCK {
+                    e.kind.store(fdtable::KIND_UNKNOWN, Ordering::Relaxed);
+                    continue;
+                }
+                Some(r)
+            }
+            fdtable::KIND_NOWAIT => {
+                // SAFETY: as the caller's writev contract.
+                let r = unsafe { libc::pwritev2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
+                if r < 0 && errno() == libc::EOPNOTSUPP {
+                    e.kind.store(fdtable::KIND_OTHER, Ordering::Relaxed);
+                    continue;
+                }
+                Some(r)
+            }
+            fdtable::KIND_OTHER => {
+                if !ready_now(fd, libc::POLLOUT) {
+                    return Some(eagain());
+                }
+                // SAFETY: as the caller's writev contract.
+                Some(unsafe { real::writev(fd, iov, cnt) })
+            }
+            _ => None,
+        };
+    }
+}
+
+/// A read of `iov` that parks instead of blocking; None: make the real call.
+pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize> {
+    let e = fdtable::get(fd)?;
+    let deadline = deadline_in(e.rcv_timeo.load(Ordering::Relaxed));
+    let mut unsupported = false;
+    let io = nonblocking_loop(fd, e, Dir::Read, deadline, || {
+        match try_readv(fd, e, iov, cnt) {
+            Some(r) => r,
+            None => {
+                unsupported = true;
+                0
+            }
+        }
+    });
+    match io {
+        Io::Done(_) if unsupported => None,
+        Io::Done(r) => Some(r),
+        Io::Blocking => None,
+    }
+}
+
+/// Total length of an iovec array.
+fn iov_len(iov: *const iovec, cnt: c_int) -> usize {
+    if iov.is_null() || cnt <= 0 {
+        return 0;
+    }
+    // SAFETY: the caller's iovec array has `cnt` entries.
+    let v = unsafe { std::slice::from_raw_parts(iov, cnt as usize) };
+    v.iter()
+        .map(|x| x.iov_len)
+        .fold(0usize, usize::saturating_add)
+}
+
+/// The part of `iov` after its first `skip` bytes.
+fn iov_tail(iov: *const iovec, cnt: c_int, mut skip: usize) -> Vec<iovec> {
+    // SAFETY: as in iov_len.
+    let v = unsafe { std::slice::from_raw_parts(iov, cnt as usize) };
+    let mut out = Vec::with_capacity(v.len());
+    for x in v {
+        if skip >= x.iov_len {
+            skip -= x.iov_len;
+            continue;
+        }
+        out.push(iovec {
+            // SAFETY: `skip` < iov_len, so the pointer stays inside the buffer.
+            iov_base: unsafe { (x.iov_base as *mut u8).add(skip) } as *mut c_void,
+            iov_len: x.iov_len - skip,
+        });
+        skip = 0;
+    }
+    out
+}
+
+/// A blocking write of all of `iov` that parks instead of blocking; None:
+/// make the real call.
+pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize> {
+    let e = fdtable::get(fd)?;
+    let total = iov_len(iov, cnt);
+    let deadline = deadline_in(e.snd_timeo.load(Ordering::Relaxed));
+    let mut done = 0usize;
+    loop {
+        let tail;
+        let (p, n) = if done == 0 {
+            (iov, cnt)
+        } else {
+            tail = iov_tail(iov, cnt, done);
+            (tail.as_ptr(), tail.len() as c_int)
+        };
+        let mut unsupported = false;
+        let io = nonblocking_loop(fd, e, Dir::Write, deadline, || {
+            match try_writev(fd, e, p, n) {
+                Some(r) => r,
+                None => {
+                    unsupported = true;
+                    0
+                }
+            }
+        });
+        let r = match io {
+            Io::Done(_) if unsupported && done == 0 => return None,
+            Io::Done(r) => r,
+            Io::Blocking if done == 0 => return None,
+            Io::Blocking => {
+                // SAFETY: writing the rest of the caller's buffers.
+                let r = unsafe { real::writev(fd, p, n) };
+                if r < 0 {
+                    return Some(done as isize);
+                }
+                return Some((done + r as usize) as isize);
+            }
+        };
+        if r < 0 {
+            // An error after a partial write reports the partial count.
+            return Some(if done > 0 { done as isize } else { -1 });
+        }
+        done += r as usize;
+        if done >= total || r == 0 || user_nonblocking(fd, e) {
+            return Some(done as isize);
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    if in_coroutine() {
+        let iov = iovec {
+            iov_base: buf,
+            iov_len: n,
+        };
+        if let Some(r) = read_iov(fd, &iov, 1) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's read contract.
+    unsafe { real::read(fd, buf, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+    if in_coroutine() {
+        let iov = iovec {
+            iov_base: buf as *mut c_void,
+            iov_len: n,
+        };
+        if let Some(r) = write_iov(fd, &iov, 1) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's write contract.
+    unsafe { real::write(fd, buf, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+    if in_coroutine() && cnt > 0 && cnt <= libc::UIO_MAXIOV {
+        if let Some(r) = read_iov(fd, iov, cnt) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's readv contract.
+    unsafe { real::readv(fd, iov, cnt) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+    if in_coroutine() && cnt > 0 && cnt <= libc::UIO_MAXIOV {
+        if let Some(r) = write_iov(fd, iov, cnt) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's writev contract.
+    unsafe { real::writev(fd, iov, cnt) }
+}

@@ -1,0 +1,64 @@
+//! `sleep`, `usleep`, `nanosleep`.
+//!
+//! In a coroutine these park on the worker's timer heap instead of
+//! blocking the worker. Signals do not interrupt a parked sleep (the worker
+//! thread takes the signal, the coroutine keeps sleeping), so `nanosleep`
+//! never reports EINTR and never writes `rem`: the behaviour of a sleep that
+//! no signal interrupted. Zero-length sleeps yield to the other coroutines.
+
+use std::ffi::{c_int, c_uint};
+
+use libc::{timespec, useconds_t};
+
+use crate::sched::{in_coroutine, sleep_until, yield_now};
+use crate::sys::{now_ns, real, set_errno, timespec_ns};
+
+/// Parks for `ns` nanoseconds (yields when 0).
+pub(crate) fn park_for(ns: u64) {
+    if ns == 0 {
+        yield_now();
+    } else {
+        sleep_until(now_ns().saturating_add(ns));
+    }
+}
+
+/// Whether a timespec is one the kernel accepts as a duration.
+pub(crate) fn valid_timespec(ts: &timespec) -> bool {
+    ts.tv_sec >= 0 && (0..1_000_000_000).contains(&ts.tv_nsec)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
+    if !in_coroutine() || req.is_null() {
+        // SAFETY: the caller's nanosleep contract (NULL gives EFAULT there).
+        return unsafe { real::nanosleep(req, rem) };
+    }
+    // SAFETY: non-null, and the caller's contract makes it readable.
+    let ts = unsafe { *req };
+    if !valid_timespec(&ts) {
+        set_errno(libc::EINVAL);
+        return -1;
+    }
+    park_for(timespec_ns(&ts));
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn usleep(us: useconds_t) -> c_int {
+    if !in_coroutine() {
+        // SAFETY: plain integer.
+        return unsafe { real::usleep(us) };
+    }
+    park_for(us as u64 * 1000);
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
+    if !in_coroutine() {
+        // SAFETY: plain integer.
+        return unsafe { real::sleep(s) };
+    }
+    park_for(s as u64 * 1_000_000_000);
+    0
+}

@@ -1,0 +1,342 @@
+//! `recv`, `send`, `accept`, `accept4`, `connect`, `socket`.
+//!
+//! `recv`/`send` add MSG_DONTWAIT to the attempt (unless the program passed
+//! it: then it wants EAGAIN). `send` on a stream loops like `write`.
+//!
+//! `accept` has no per-call non-blocking flag. It waits for the listening
+//! socket to be readable, confirms with a zero-timeout poll, then makes the
+//! real call. Coroutines of one worker cannot race between the poll and the
+//! accept (nothing switches there); another process, or another worker,
+//! accepting the same connection in that window would make the call block
+//! until the next connection. This is the one place corun may block a
+//! worker on a socket, and is noted in the README.
+//!
+//! `connect` sets O_NONBLOCK on the socket for the duration of the call
+//! only, and restores the flags before anything else runs; the socket was
+//! normally just created by this process. On EINPROGRESS it parks until
+//! writable (or SO_SNDTIMEO) and reads SO_ERROR, which is what a blocking
+//! connect returns.
+
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+use libc::{c_void, size_t, sockaddr, socklen_t, ssize_t};
+
+use super::{deadline_in, eagain, nonblocking_loop, ready_now, user_nonblocking, Io};
+use crate::sched::fdtable::{self, Dir};
+use crate::sched::{in_coroutine, park_until_ready, FdWait};
+use crate::sys::{errno, now_ns, real, set_errno};
+
+/// recv/recvfrom with MSG_DONTWAIT attempts (MSG_WAITALL accumulates).
+pub(crate) fn recv_parking(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *mut sockaddr,
+    alen: *mut socklen_t,
+) -> Option<isize> {
+    let e = fdtable::get(fd)?;
+    let deadline = deadline_in(e.rcv_timeo.load(Ordering::Relaxed));
+    let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;
+    let mut got = 0usize;
+    loop {
+        let io = nonblocking_loop(fd, e, Dir::Read, deadline, || {
+            // SAFETY: the caller's recvfrom contract, from offset `got`.
+            unsafe {
+                real::recvfrom(
+                    fd,
+                    (buf as *mut u8).add(got) as *mut c_void,
+                    n - got,
+                    (flags & !libc::MSG_WAITALL) | libc::MSG_DONTWAIT,
+                    addr,
+                    alen,
+                )
+            }
+        });
+        let r = match io {
+            Io::Done(r) => r,
+            Io::Blocking => return None,
+        };
+        if !waitall {
+            return Some(r);
+        }
+        if r < 0 {
+            return Some(if got > 0 { got as isize } else { -1 });
+        }
+        got += r as usize;
+        if r == 0 || got >= n || user_nonblocking(fd, e) {
+            return Some(got as isize);
+        }
+    }
+}
+
+/// send/sendto with MSG_DONTWAIT attempts, looping over partial sends.
+pub(crate) fn send_parking(
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *const sockaddr,
+    alen: socklen_t,
+) -> Option<isize> {
+    let e = fdtable::get(fd)?;
+    let deadline = deadline_in(e.snd_timeo.load(Ordering::Relaxed));
+    let mut sent = 0usize;
+    loop {
+        let io = nonblocking_loop(fd, e, Dir::Write, deadline, || {
+            // SAFETY: the caller's sendto contract, from offset `sent`.
+            unsafe {
+                real::sendto(
+                    fd,
+                    (buf as *const u8).add(sent) as *const c_void,
+                    n - sent,
+                    flags | libc::MSG_DONTWAIT,
+                    addr,
+                    alen,
+                )
+            }
+        });
+        let r = match io {
+            Io::Done(r) => r,
+            Io::Blocking => return None,
+        };
+        if r < 0 {
+            return Some(if sent > 0 { sent as isize } else { -1 });
+        }
+        sent += r as usize;
+        if sent >= n || r == 0 || user_nonblocking(fd, e) {
+            return Some(sent as isize);
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+        if let Some(r) = recv_parking(
+            fd,
+            buf,
+            n,
+            flags,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        ) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's recv contract.
+    unsafe { real::recv(fd, buf, n, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+        if let Some(r) = send_parking(fd, buf, n, flags, std::ptr::null(), 0) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's send contract.
+    unsafe { real::send(fd, buf, n, flags) }
+}
+
+/// Records what a new socket fd is: kind socket, the program's
+/// non-blocking wish from its flags; forgets anything about the old fd of
+/// that number (closed behind corun's back, e.g. by fclose).
+pub(crate) fn note_new_socket(fd: c_int, nonblock: bool) {
+    if let Some(e) = fdtable::get(fd) {
+        e.reset();
+        e.kind.store(fdtable::KIND_SOCKET, Ordering::Relaxed);
+        super::set_user_nonblocking(fd, nonblock);
+    }
+}
+
+fn accept_parking(
+    fd: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+) -> Option<c_int> {
+    let e = fdtable::get(fd)?;
+    if user_nonblocking(fd, e) {
+        return None;
+    }
+    let deadline = deadline_in(e.rcv_timeo.load(Ordering::Relaxed));
+    let io = nonblocking_loop(fd, e, Dir::Read, deadline, || {
+        if !ready_now(fd, libc::POLLIN) {
+            return eagain();
+        }
+        // SAFETY: the caller's accept4 contract.
+        unsafe { real::accept4(fd, addr, len, flags) as isize }
+    });
+    match io {
+        Io::Done(r) => Some(r as c_int),
+        Io::Blocking => None,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accept4(
+    fd: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+) -> c_int {
+    let r = match in_coroutine()
+        .then(|| accept_parking(fd, addr, len, flags))
+        .flatten()
+    {
+        Some(r) => r,
+        // SAFETY: the caller's accept4 contract.
+        None => unsafe { real::accept4(fd, addr, len, flags) },
+    };
+    if r >= 0 {
+        let saved = errno();
+        note_new_socket(r, flags & libc::SOCK_NONBLOCK != 0);
+        set_errno(saved);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    let r = match in_coroutine()
+        .then(|| accept_parking(fd, addr, len, 0))
+        .flatten()
+    {
+        Some(r) => r,
+        // SAFETY: the caller's accept contract.
+        None => unsafe { real::accept(fd, addr, len) },
+    };
+    if r >= 0 {
+        let saved = errno();
+        note_new_socket(r, false);
+        set_errno(saved);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, proto: c_int) -> c_int {
+    // SAFETY: plain integers.
+    let fd = unsafe { real::socket(domain, ty, proto) };
+    if fd >= 0 {
+        let saved = errno();
+        note_new_socket(fd, ty & libc::SOCK_NONBLOCK != 0);
+        set_errno(saved);
+    }
+    fd
+}
+
+/// Sets or clears O_NONBLOCK with the raw syscall; returns the old flags.
+fn set_nonblock_raw(fd: c_int, on: bool) -> Option<c_int> {
+    // SAFETY: raw fcntl on the caller's fd, no memory involved.
+    let fl = unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_GETFL) } as c_int;
+    if fl < 0 {
+        return None;
+    }
+    let nfl = if on {
+        fl | libc::O_NONBLOCK
+    } else {
+        fl & !libc::O_NONBLOCK
+    };
+    if nfl != fl {
+        // SAFETY: as above.
+        unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_SETFL, nfl) };
+    }
+    Some(fl)
+}
+
+fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c_int> {
+    let e = fdtable::get(fd)?;
+    if user_nonblocking(fd, e) {
+        return None;
+    }
+    let deadline = deadline_in(e.snd_timeo.load(Ordering::Relaxed));
+    loop {
+        let seen = e.snapshot(Dir::Write);
+        let old = set_nonblock_raw(fd, true)?;
+        // SAFETY: the caller's connect contract.
+        let r = unsafe { real::connect(fd, addr, len) };
+        let err = errno();
+        if old & libc::O_NONBLOCK == 0 {
+            // SAFETY: restoring the flags read above.
+            unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_SETFL, old) };
+        }
+        if r == 0 {
+            return Some(0);
+        }
+        match err {
+            libc::EINPROGRESS => {}
+            libc::EAGAIN => {
+                // AF_UNIX with a full backlog: a blocking connect waits for room.
+                if deadline.is_some_and(|d| now_ns() >= d) {
+                    set_errno(libc::EAGAIN);
+                    return Some(-1);
+                }
+                crate::sched::sleep_until(now_ns() + 1_000_000);
+                continue;
+            }
+            _ => {
+                set_errno(err);
+                return Some(-1);
+            }
+        }
+        let mut seen = seen;
+        loop {
+            match park_until_ready(fd, Dir::Write, seen, deadline) {
+                FdWait::Ready => {}
+                FdWait::Closed => {
+                    set_errno(libc::EBADF);
+                    return Some(-1);
+                }
+                FdWait::TimedOut => {
+                    set_errno(libc::EINPROGRESS);
+                    return Some(-1);
+                }
+                FdWait::NotPollable(e) => {
+                    set_errno(e);
+                    return Some(-1);
+                }
+            }
+            if ready_now(fd, libc::POLLOUT) {
+                break;
+            }
+            seen = e.snapshot(Dir::Write);
+            if ready_now(fd, libc::POLLOUT) {
+                break;
+            }
+        }
+        let mut soerr: c_int = 0;
+        let mut sl = std::mem::size_of::<c_int>() as socklen_t;
+        // SAFETY: valid out-pointers of the right size.
+        let r = unsafe {
+            real::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                &mut soerr as *mut c_int as *mut c_void,
+                &mut sl,
+            )
+        };
+        if r < 0 {
+            return Some(-1);
+        }
+        if soerr != 0 {
+            set_errno(soerr);
+            return Some(-1);
+        }
+        return Some(0);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    if in_coroutine() {
+        if let Some(r) = connect_parking(fd, addr, len) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's connect contract.
+    unsafe { real::connect(fd, addr, len) }
+}

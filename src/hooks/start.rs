@@ -1,0 +1,97 @@
+//! `__libc_start_main`: the runtime starts and `main` becomes a coroutine.
+//!
+//! The dynamic linker resolves the program's call to `__libc_start_main` to
+//! this function (libcorun.so is preloaded). It hands glibc our own
+//! `corun_main` in place of the program's `main`; glibc runs the program's
+//! constructors as usual, then calls `corun_main`, which reads the
+//! configuration, starts the workers, spawns the real `main` as the first
+//! task of worker 0 (this thread) and drives worker 0 until that task ends.
+//! Its return value goes back to glibc, which calls `exit` with it: the
+//! process ends as it would natively, with other coroutines still running,
+//! as threads would be.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::config::Config;
+use crate::sched::{self, Entry};
+use crate::sys::{raw_stderr, real};
+
+type MainFn = extern "C" fn(c_int, *mut *mut c_char, *mut *mut c_char) -> c_int;
+
+static REAL_MAIN: AtomicUsize = AtomicUsize::new(0);
+
+/// Stack for `main`: a program that ran with an 8 MiB main stack must not
+/// overflow under corun; untouched pages cost only address space.
+fn main_stack_size(cfg: &Config) -> usize {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut rl) };
+    let native = if rl.rlim_cur == libc::RLIM_INFINITY || rl.rlim_cur == 0 {
+        8 << 20
+    } else {
+        (rl.rlim_cur as usize).min(1 << 30)
+    };
+    native.max(cfg.stack_size)
+}
+
+extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_char) -> c_int {
+    let main: MainFn = {
+        let p = REAL_MAIN.load(Ordering::Acquire);
+        // SAFETY: stored from the program's main pointer before glibc could
+        // call us.
+        unsafe { std::mem::transmute::<usize, MainFn>(p) }
+    };
+    let cfg = match Config::from_env() {
+        Ok(c) => c,
+        Err(msg) => {
+            raw_stderr(format!("corun: {msg}\n").as_bytes());
+            // SAFETY: ending the process before main, as promised.
+            unsafe { libc::_exit(2) }
+        }
+    };
+    let stack = main_stack_size(&cfg);
+    if let Err(e) = sched::worker::start(cfg) {
+        raw_stderr(format!("corun: cannot start the runtime: {e}\n").as_bytes());
+        // SAFETY: as above.
+        unsafe { libc::_exit(2) }
+    }
+    let (a, v, en) = (argc, argv as usize, envp as usize);
+    let task = sched::worker::spawn_main(
+        Entry::Rust(Box::new(move || {
+            let r = main(a, v as *mut *mut c_char, en as *mut *mut c_char);
+            r as isize as *mut c_void
+        })),
+        stack,
+    );
+    let task = match task {
+        Ok(t) => t,
+        Err(e) => {
+            raw_stderr(format!("corun: cannot create the main coroutine (errno {e})\n").as_bytes());
+            // SAFETY: as above.
+            unsafe { libc::_exit(2) }
+        }
+    };
+    sched::worker::run_until_done(&task);
+    let r = sched::fdtable::lock(&task.join).result;
+    r as isize as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __libc_start_main(
+    main: MainFn,
+    argc: c_int,
+    argv: *mut *mut c_char,
+    init: *mut c_void,
+    fini: *mut c_void,
+    rtld_fini: *mut c_void,
+    stack_end: *mut c_void,
+) -> c_int {
+    REAL_MAIN.store(main as usize, Ordering::Release);
+    // SAFETY: forwarding glibc's own arguments, with our main in place of
+    // the program's.
+    unsafe { real::__libc_start_main(corun_main, argc, argv, init, fini, rtld_fini, stack_end) }
+}

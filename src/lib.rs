@@ -1,0 +1,23 @@
+//! corun: run unchanged, blocking C programs as stackful coroutines.
+//!
+//! `LD_PRELOAD=libcorun.so ./server` and the program's `main` and threads
+//! become coroutines on a few worker threads; a call that would block parks
+//! the coroutine instead of the thread. The layers, top to bottom:
+//!
+//! - `hooks`: the interposed libc symbols (one file per family);
+//! - `capi`: the C API of `include/corun.h`;
+//! - `sched`: per-worker scheduler, netpoller, timers, the park API;
+//! - `ctx`: coroutines on pooled, guarded stacks;
+//! - `sys`: the real libc functions, epoll, clocks.
+//!
+//! Data flows down; nothing below knows the layer above.
+
+pub mod config;
+pub mod ctx;
+pub mod sched;
+pub mod sys;
+
+#[cfg(not(test))]
+pub mod capi;
+#[cfg(not(test))]
+pub mod hooks;

@@ -1,0 +1,269 @@
+//! What corun knows about each file descriptor, process-wide.
+//!
+//! fds are shared by every thread, so this table is global, indexed by fd
+//! number, in lazily allocated chunks (a process with fd 18,000 open does
+//! not pay for a million entries). Each entry holds:
+//!
+//! - `gen`: bumped when the fd is closed or replaced. Epoll registrations
+//!   carry it (`fd | gen << 32`), so an event for a closed fd never reaches
+//!   the next file given the same number, and a waiter that sees `gen`
+//!   change knows its fd was closed under it (EBADF).
+//! - `read_seq` / `write_seq`: readiness *edges* seen by the netpoller.
+//!   A hook snapshots the sequence before its non-blocking attempt; after
+//!   EAGAIN it parks only if the sequence is unchanged (checked under the
+//!   waiter lock), so an edge between the attempt and the park is never lost.
+//! - waiter lists, one per direction (several readers and writers may wait:
+//!   accept loops on several threads, `poll` on the same fd).
+//! - what the hooks learned: the fd's kind (decides how to make a call
+//!   non-blocking), the program's own O_NONBLOCK wish, SO_RCVTIMEO/SNDTIMEO.
+
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
+
+use super::waiter::Waiter;
+
+const CHUNK: usize = 1024;
+const CHUNKS: usize = 1024;
+/// fds at or above this are not tracked; hooks pass them through.
+pub const MAX_FD: usize = CHUNK * CHUNKS;
+
+/// The fd's kind is not known yet.
+pub const KIND_UNKNOWN: u8 = 0;
+/// A socket: MSG_DONTWAIT makes each call non-blocking.
+pub const KIND_SOCKET: u8 = 1;
+/// A pipe, FIFO or other file honouring RWF_NOWAIT (eventfd...).
+pub const KIND_NOWAIT: u8 = 2;
+/// A regular file or block device: always "ready", the call may block on disk.
+pub const KIND_FILE: u8 = 3;
+/// Anything else (tty, timerfd, signalfd...): wait for readiness with poll,
+/// then make the call.
+pub const KIND_OTHER: u8 = 4;
+
+/// The program's O_NONBLOCK wish is not known (ask the kernel once).
+pub const NB_UNKNOWN: u8 = 0;
+pub const NB_OFF: u8 = 1;
+pub const NB_ON: u8 = 2;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Dir {
+    Read,
+    Write,
+}
+
+/// What a hook saw before its attempt.
+#[derive(Clone, Copy, Debug)]
+pub struct Snapshot {
+    pub gen: u32,
+    pub seq: u32,
+}
+
+#[derive(Default)]
+pub struct Waiters {
+    pub readers: Vec<Waiter>,
+    pub writers: Vec<Waiter>,
+    /// `gen + 1` of the epoll registration in force, 0 if none.
+    pub registered: u32,
+}
+
+#[derive(Default)]
+pub struct FdEntry {
+    pub gen: AtomicU32,
+    pub read_seq: AtomicU32,
+    pub write_seq: AtomicU32,
+    pub kind: AtomicU8,
+    pub nonblock: AtomicU8,
+    /// SO_RCVTIMEO / SO_SNDTIMEO in ns (0: none).
+    pub rcv_timeo: AtomicU64,
+    pub snd_timeo: AtomicU64,
+    /// The fd is one of corun's own (epoll, eventfd): the program cannot
+    /// close it (it would get EBADF natively: the fd would not exist).
+    pub runtime: std::sync::atomic::AtomicBool,
+    pub waiters: Mutex<Waiters>,
+}
+
+impl FdEntry {
+    #[inline]
+    pub fn seq(&self, dir: Dir) -> &AtomicU32 {
+        match dir {
+            Dir::Read => &self.read_seq,
+            Dir::Write => &self.write_seq,
+        }
+    }
+
+    #[inline]
+    pub fn snapshot(&self, dir: Dir) -> Snapshot {
+        Snapshot {
+            gen: self.gen.load(Ordering::Acquire),
+            seq: self.seq(dir).load(Ordering::Acquire),
+        }
+    }
+
+    /// The fd was closed or replaced: forget everything, wake every waiter
+    /// (they will see `gen` changed and fail with EBADF).
+    pub fn reset(&self) {
+        let taken = {
+            let mut w = lock(&self.waiters);
+            self.gen.fetch_add(1, Ordering::AcqRel);
+            self.kind.store(KIND_UNKNOWN, Ordering::Relaxed);
+            self.nonblock.store(NB_UNKNOWN, Ordering::Relaxed);
+            self.rcv_timeo.store(0, Ordering::Relaxed);
+            self.snd_timeo.store(0, Ordering::Relaxed);
+            w.registered = 0;
+            let mut all = std::mem::take(&mut w.readers);
+            all.append(&mut w.writers);
+            all
+        };
+        for w in taken {
+            w.wake();
+        }
+    }
+
+    /// The netpoller saw `events` for registration `gen`.
+    pub fn on_event(&self, gen: u32, events: u32) {
+        if self.gen.load(Ordering::Acquire) != gen {
+            return;
+        }
+        let rd = events
+            & (libc::EPOLLIN | libc::EPOLLPRI | libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP)
+                as u32
+            != 0;
+        let wr = events & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
+        if rd {
+            self.read_seq.fetch_add(1, Ordering::AcqRel);
+        }
+        if wr {
+            self.write_seq.fetch_add(1, Ordering::AcqRel);
+        }
+        let (r, w) = {
+            let mut g = lock(&self.waiters);
+            if g.readers.is_empty() && g.writers.is_empty() {
+                return;
+            }
+            let r = if rd {
+                std::mem::take(&mut g.readers)
+            } else {
+                Vec::new()
+            };
+            let w = if wr {
+                std::mem::take(&mut g.writers)
+            } else {
+                Vec::new()
+            };
+            (r, w)
+        };
+        for x in r.into_iter().chain(w) {
+            x.wake();
+        }
+    }
+
+    /// Copies what the hooks learned from `other` (dup: the new fd shares
+    /// the open file description).
+    pub fn copy_from(&self, other: &FdEntry) {
+        self.kind
+            .store(other.kind.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.nonblock
+            .store(other.nonblock.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.rcv_timeo
+            .store(other.rcv_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.snd_timeo
+            .store(other.snd_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
+/// Locks ignoring poison (a panic aborts the process anyway).
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+static TABLE: [AtomicPtr<FdEntry>; CHUNKS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
+
+/// The entry for `fd`, allocating its chunk on first use; None for fds
+/// outside the table.
+#[inline]
+pub fn get(fd: i32) -> Option<&'static FdEntry> {
+    if fd < 0 || fd as usize >= MAX_FD {
+        return None;
+    }
+    let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
+    let mut p = TABLE[c].load(Ordering::Acquire);
+    if p.is_null() {
+        p = alloc_chunk(c);
+    }
+    // SAFETY: chunks are allocated once, never freed, and hold CHUNK entries.
+    Some(unsafe { &*p.add(i) })
+}
+
+/// The entry for `fd` if its chunk exists (no allocation).
+#[inline]
+pub fn peek(fd: i32) -> Option<&'static FdEntry> {
+    if fd < 0 || fd as usize >= MAX_FD {
+        return None;
+    }
+    let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
+    let p = TABLE[c].load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: as in `get`.
+    Some(unsafe { &*p.add(i) })
+}
+
+#[cold]
+fn alloc_chunk(c: usize) -> *mut FdEntry {
+    let v: Vec<FdEntry> = (0..CHUNK).map(|_| FdEntry::default()).collect();
+    let p = Box::into_raw(v.into_boxed_slice()) as *mut FdEntry;
+    match TABLE[c].compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => p,
+        Err(other) => {
+            // SAFETY: `p` came from Box::into_raw of a CHUNK-long slice just above
+            // and was never shared.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, CHUNK)) });
+            other
+        }
+    }
+}
+
+/// The fd was closed (or is about to be replaced by dup2/dup3).
+pub fn forget(fd: i32) {
+    if let Some(e) = peek(fd) {
+        e.reset();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_stable_and_lazily_allocated() {
+        let a = get(70_000).unwrap() as *const FdEntry;
+        let b = get(70_000).unwrap() as *const FdEntry;
+        assert_eq!(a, b);
+        assert!(get(-1).is_none());
+        assert!(get(MAX_FD as i32).is_none());
+    }
+
+    #[test]
+    fn reset_bumps_gen_and_forgets() {
+        let e = get(70_001).unwrap();
+        e.kind.store(KIND_SOCKET, Ordering::Relaxed);
+        e.nonblock.store(NB_ON, Ordering::Relaxed);
+        let s = e.snapshot(Dir::Read);
+        e.reset();
+        assert_ne!(e.gen.load(Ordering::Relaxed), s.gen);
+        assert_eq!(e.kind.load(Ordering::Relaxed), KIND_UNKNOWN);
+        assert_eq!(e.nonblock.load(Ordering::Relaxed), NB_UNKNOWN);
+    }
+
+    #[test]
+    fn events_for_old_gen_are_ignored() {
+        let e = get(70_002).unwrap();
+        let s = e.snapshot(Dir::Read);
+        e.on_event(s.gen.wrapping_sub(1), libc::EPOLLIN as u32);
+        assert_eq!(e.read_seq.load(Ordering::Relaxed), s.seq);
+        e.on_event(s.gen, libc::EPOLLIN as u32);
+        assert_eq!(e.read_seq.load(Ordering::Relaxed), s.seq + 1);
+        assert_eq!(e.write_seq.load(Ordering::Relaxed), 0);
+    }
+}

@@ -1,0 +1,88 @@
+//! The scheduler: per-worker run queues, timers and epoll netpollers.
+//!
+//! Read in this order: `task.rs` (the park/wake protocol), `worker.rs` (the
+//! loop, placement and cross-worker wake-ups), `park.rs` (the API the hooks
+//! use), `fdtable.rs` (per-fd readiness and waiters), `timers.rs`.
+//!
+//! Nothing here knows about hooks or libc names: a hook asks to park until
+//! an fd is ready or a deadline passes, and the scheduler wakes it.
+
+pub mod fdtable;
+pub mod park;
+pub mod run_queue;
+pub mod task;
+pub mod timers;
+pub mod waiter;
+pub mod worker;
+
+pub use park::{
+    current, current_id, current_ref, in_coroutine, park, park_until_ready, sleep_until, yield_now,
+    FdWait, Woken,
+};
+pub use task::{Entry, Task, TaskRef};
+pub use waiter::{ThreadParker, Waiter};
+pub use worker::{runtime, spawn};
+
+/// Why a join failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum JoinError {
+    /// Already joined or detached.
+    Claimed,
+    /// A task joining itself.
+    Deadlock,
+}
+
+/// Waits for `t` to finish and returns its result. Works from a coroutine
+/// (parks) and from a native thread (sleeps on a futex).
+pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
+    if current_id() == t.id {
+        return Err(JoinError::Deadlock);
+    }
+    {
+        let mut j = fdtable::lock(&t.join);
+        if j.claimed {
+            return Err(JoinError::Claimed);
+        }
+        j.claimed = true;
+    }
+    loop {
+        if in_coroutine() {
+            park(
+                |w| {
+                    let mut j = fdtable::lock(&t.join);
+                    if j.done {
+                        return false;
+                    }
+                    j.joiner = Some(w);
+                    true
+                },
+                None,
+            );
+        } else {
+            let p = ThreadParker::new();
+            {
+                let mut j = fdtable::lock(&t.join);
+                if !j.done {
+                    j.joiner = Some(Waiter::Thread(p.clone()));
+                }
+            }
+            if !fdtable::lock(&t.join).done {
+                p.park(None);
+            }
+        }
+        let j = fdtable::lock(&t.join);
+        if j.done {
+            return Ok(j.result);
+        }
+    }
+}
+
+/// Gives up the right to join `t` (its memory goes when it ends).
+pub fn detach(t: &TaskRef) -> Result<(), JoinError> {
+    let mut j = fdtable::lock(&t.join);
+    if j.claimed {
+        return Err(JoinError::Claimed);
+    }
+    j.claimed = true;
+    Ok(())
+}

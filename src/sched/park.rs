@@ -1,0 +1,211 @@
+//! The park API: how a coroutine waits without blocking its worker.
+//!
+//! Every wait has the same shape: take a park token, leave a `Waiter` where
+//! the awaited event will find it (an fd's waiter list, a timer, a mutex's
+//! queue), suspend, and on resumption re-check the condition. The hooks and
+//! the sync objects only ever use the functions here:
+//!
+//! - `park_until_ready(fd, dir, snapshot, deadline)`: after an EAGAIN;
+//! - `sleep_until(deadline)`, `yield_now()`;
+//! - `park(register, deadline)`: the general form, for joins and locks.
+//!
+//! While the runtime manipulates its structures on behalf of a coroutine,
+//! the thread's current-task pointer is cleared: a hooked libc call made
+//! meanwhile (by Rust std, or a signal handler) passes straight through
+//! instead of re-entering the scheduler.
+
+use std::sync::Arc;
+
+use super::fdtable::{self, Dir, Snapshot};
+use super::task::{Task, TaskRef};
+use super::waiter::Waiter;
+use super::worker::{current_task_ptr, current_worker, set_current};
+
+/// Why a park ended.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Woken {
+    /// Woken by the event (or spuriously: callers re-check).
+    Event,
+    /// The deadline passed.
+    TimedOut,
+    /// The condition held already: no suspension happened.
+    NotParked,
+}
+
+/// Result of waiting on an fd.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum FdWait {
+    Ready,
+    TimedOut,
+    /// The fd was closed (or replaced) while waiting.
+    Closed,
+    /// epoll refuses this fd (a regular file: always ready); errno given.
+    NotPollable(i32),
+}
+
+/// Whether the caller runs in a coroutine (false in runtime code).
+#[inline]
+pub fn in_coroutine() -> bool {
+    !current_task_ptr().is_null()
+}
+
+/// The running task, if any.
+#[inline]
+pub fn current() -> Option<&'static Task> {
+    let p = current_task_ptr();
+    // SAFETY: the scheduler holds a TaskRef to the running task for as long
+    // as it runs, and callers only use the reference inside it.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// A counted reference to the running task.
+pub fn current_ref() -> Option<TaskRef> {
+    let p = current_task_ptr();
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` came from Arc::as_ptr of a TaskRef the scheduler holds
+    // while the task runs; adding a count and rebuilding an Arc is sound.
+    unsafe {
+        Arc::increment_strong_count(p);
+        Some(Arc::from_raw(p))
+    }
+}
+
+/// Id of the running task (0 outside coroutines).
+#[inline]
+pub fn current_id() -> u64 {
+    current().map_or(0, |t| t.id)
+}
+
+/// Switches back to the scheduler. errno is the worker thread's, shared by
+/// every coroutine there: it is saved and restored around the switch so a
+/// coroutine sees its own errno after any wait, as a thread would.
+fn suspend(t: &Task) {
+    let saved = crate::sys::errno();
+    let y = t.yielder.get();
+    // SAFETY: `yielder` was set when the coroutine started and points at its
+    // root frame, alive while the coroutine is; we run inside that coroutine.
+    unsafe { (*y).suspend(()) };
+    crate::sys::set_errno(saved);
+}
+
+/// Parks the running coroutine. `register` receives the waiter to store;
+/// it returns false if the condition already holds (no suspension). With a
+/// deadline (monotonic ns) a timer wakes the coroutine too. Must be called
+/// from a coroutine.
+pub fn park(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Woken {
+    let task = current_ref().expect("park outside a coroutine");
+    let tp = Arc::as_ptr(&task);
+    let token = task.begin_park();
+    set_current(std::ptr::null());
+    if !register(Waiter::Task {
+        task: task.clone(),
+        token,
+    }) {
+        set_current(tp);
+        return Woken::NotParked;
+    }
+    let worker = current_worker().expect("coroutines run on workers");
+    let timer = deadline.map(|d| {
+        worker.timers().borrow_mut().insert(
+            d,
+            Waiter::Task {
+                task: task.clone(),
+                token,
+            },
+        )
+    });
+    suspend(&task);
+    set_current(std::ptr::null());
+    let woken = match timer {
+        // The timer is gone only if it fired.
+        Some(id) => match worker.timers().borrow_mut().cancel(id) {
+            Some(_) => Woken::Event,
+            None => Woken::TimedOut,
+        },
+        None => Woken::Event,
+    };
+    set_current(tp);
+    woken
+}
+
+/// Parks until `fd` may be ready for `dir`, given what the caller saw
+/// before its attempt that returned EAGAIN.
+pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>) -> FdWait {
+    let e = match fdtable::get(fd) {
+        Some(e) => e,
+        None => return FdWait::NotPollable(libc::EBADF),
+    };
+    let mut outcome = FdWait::Ready;
+    let my_id = current_id();
+    let mut my_token = 0;
+    let woken = park(
+        |w| {
+            let mut g = fdtable::lock(&e.waiters);
+            let gen = e.gen.load(std::sync::atomic::Ordering::Acquire);
+            if gen != seen.gen {
+                outcome = FdWait::Closed;
+                return false;
+            }
+            if e.seq(dir).load(std::sync::atomic::Ordering::Acquire) != seen.seq {
+                return false;
+            }
+            if g.registered != gen.wrapping_add(1) {
+                let worker = current_worker().expect("coroutines run on workers");
+                let data = (fd as u32 as u64) | ((gen as u64) << 32);
+                if let Err(err) = worker.epoll().register(fd, data) {
+                    outcome = FdWait::NotPollable(err);
+                    return false;
+                }
+                g.registered = gen.wrapping_add(1);
+            }
+            if let Waiter::Task { token, .. } = &w {
+                my_token = *token;
+            }
+            let list = match dir {
+                Dir::Read => &mut g.readers,
+                Dir::Write => &mut g.writers,
+            };
+            list.retain(|x| x.is_live());
+            list.push(w);
+            true
+        },
+        deadline,
+    );
+    if outcome != FdWait::Ready {
+        return outcome;
+    }
+    if e.gen.load(std::sync::atomic::Ordering::Acquire) != seen.gen {
+        return FdWait::Closed;
+    }
+    if woken == Woken::TimedOut {
+        let mut g = fdtable::lock(&e.waiters);
+        let list = match dir {
+            Dir::Read => &mut g.readers,
+            Dir::Write => &mut g.writers,
+        };
+        list.retain(|x| !x.is_park(my_id, my_token));
+        return FdWait::TimedOut;
+    }
+    FdWait::Ready
+}
+
+/// Sleeps until the monotonic time `deadline` (ns).
+pub fn sleep_until(deadline: u64) {
+    while crate::sys::now_ns() < deadline {
+        park(|_| true, Some(deadline));
+    }
+}
+
+/// Lets every other runnable coroutine of this worker run once.
+pub fn yield_now() {
+    let task = match current() {
+        Some(t) => t,
+        None => return,
+    };
+    let token = task.begin_park();
+    // Marks the task NOTIFIED: the scheduler requeues it at the back.
+    task.try_unpark(token);
+    suspend(task);
+}

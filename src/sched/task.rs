@@ -1,0 +1,303 @@
+//! A task: one coroutine as the scheduler sees it.
+//!
+//! A task is shared (`Arc`) between its home worker, which alone runs it,
+//! and whoever may wake it from any thread (a netpoller of another worker, a
+//! mutex unlock on a native thread, a timer). Waking is made exact by a
+//! *park sequence*: every park takes a fresh sequence number (its token),
+//! and the task's state word packs `seq << 3 | state`. A wake carries the
+//! token of the park it answers and only acts if that park is still current,
+//! so a stale timer or an fd event for an earlier wait never wakes a later
+//! one.
+//!
+//! The park/wake race is resolved without locks:
+//!
+//! ```text
+//!   task:  begin_park() -> token t   (state RUNNING, seq t)
+//!          register (fd waiter, timer, mutex queue...) with t
+//!          suspend -> scheduler: CAS RUNNING(t) -> PARKED(t)
+//!                               or sees NOTIFIED(t): requeue at once
+//!   waker: unpark(t): PARKED(t)  -> RUNNABLE(t), push on the home queue
+//!                     RUNNING(t) -> NOTIFIED(t) (not suspended yet)
+//!                     anything else, or another seq: nothing to do
+//! ```
+
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::ctx::{Coroutine, GuardedStack, Yielder};
+
+use super::waiter::Waiter;
+
+pub type TaskRef = Arc<Task>;
+
+/// Never ran: may be stolen by another worker.
+pub const NEW: u64 = 0;
+/// In a run queue.
+pub const RUNNABLE: u64 = 1;
+/// On a worker's CPU (or suspending).
+pub const RUNNING: u64 = 2;
+/// Suspended, waiting for a wake with its token.
+pub const PARKED: u64 = 3;
+/// Woken while still RUNNING: the scheduler requeues it after the switch.
+pub const NOTIFIED: u64 = 4;
+/// Finished.
+pub const DONE: u64 = 5;
+
+const STATE_MASK: u64 = 7;
+
+/// Home worker of a task that has not run yet.
+pub const NO_HOME: usize = usize::MAX;
+
+/// What a task runs.
+pub enum Entry {
+    /// A C start routine, as `pthread_create` and `corun_spawn` take.
+    C {
+        f: extern "C" fn(*mut c_void) -> *mut c_void,
+        arg: *mut c_void,
+    },
+    /// A Rust closure returning the task's result.
+    Rust(Box<dyn FnOnce() -> *mut c_void>),
+}
+
+/// Completion and joining.
+#[derive(Default)]
+pub struct JoinState {
+    pub done: bool,
+    pub result: usize,
+    pub joiner: Option<Waiter>,
+    /// Joined or detached: nobody may join again.
+    pub claimed: bool,
+}
+
+/// Per-task hooks for layers above the scheduler (thread-specific data,
+/// pthread identity). The scheduler only stores and drops it.
+pub type TaskExtension = Box<dyn std::any::Any>;
+
+pub struct Task {
+    pub id: u64,
+    state: AtomicU64,
+    home: AtomicUsize,
+    pub stack_size: usize,
+    pub(super) entry: UnsafeCell<Option<Entry>>,
+    /// The stack reserved at spawn (so a spawn can fail with EAGAIN, as
+    /// pthread_create does), until the first run turns it into `coro`.
+    pub(super) stack: UnsafeCell<Option<GuardedStack>>,
+    pub(super) coro: UnsafeCell<Option<Coroutine>>,
+    pub(super) yielder: Cell<*const Yielder>,
+    /// Set by a task that must not return normally (pthread_exit): the
+    /// scheduler abandons its frames instead of resuming it again.
+    pub(super) exiting: Cell<bool>,
+    pub join: Mutex<JoinState>,
+    /// Data owned by the hooks layer (pthread keys, name...): touched only
+    /// by the task itself, on its home worker.
+    pub ext: UnsafeCell<Option<TaskExtension>>,
+    /// Name of the start routine, for the watchdog (address of `f`).
+    pub start_addr: usize,
+}
+
+// SAFETY: the fields that are not thread-safe (`entry`, `coro`, `yielder`,
+// `exiting`, `ext`) are only touched by the task's home worker thread: before
+// the first run by whoever holds it in a queue (exclusively), afterwards by
+// the home worker only, which never changes (DESIGN.md §5.2). Everything
+// other threads use is atomic or behind a Mutex.
+unsafe impl Send for Task {}
+// SAFETY: as above.
+unsafe impl Sync for Task {}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Task {
+    pub fn new(entry: Entry, stack_size: usize) -> TaskRef {
+        let start_addr = match &entry {
+            Entry::C { f, .. } => *f as usize,
+            Entry::Rust(_) => 0,
+        };
+        Arc::new(Task {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            state: AtomicU64::new(NEW),
+            home: AtomicUsize::new(NO_HOME),
+            stack_size,
+            entry: UnsafeCell::new(Some(entry)),
+            stack: UnsafeCell::new(None),
+            coro: UnsafeCell::new(None),
+            yielder: Cell::new(std::ptr::null()),
+            exiting: Cell::new(false),
+            join: Mutex::new(JoinState::default()),
+            ext: UnsafeCell::new(None),
+            start_addr,
+        })
+    }
+
+    #[inline]
+    pub fn state(&self) -> u64 {
+        self.state.load(Ordering::Acquire) & STATE_MASK
+    }
+
+    #[inline]
+    pub fn home(&self) -> usize {
+        self.home.load(Ordering::Acquire)
+    }
+
+    pub(super) fn set_home(&self, w: usize) {
+        self.home.store(w, Ordering::Release);
+    }
+
+    /// The scheduler is about to run the task.
+    #[inline]
+    pub(super) fn set_running(&self) {
+        let w = self.state.load(Ordering::Acquire);
+        self.state
+            .store((w & !STATE_MASK) | RUNNING, Ordering::Release);
+    }
+
+    pub(super) fn set_done(&self) {
+        let w = self.state.load(Ordering::Acquire);
+        self.state
+            .store((w & !STATE_MASK) | DONE, Ordering::Release);
+    }
+
+    /// Starts a park: returns the token wakers must present.
+    #[inline]
+    pub fn begin_park(&self) -> u64 {
+        let mut w = self.state.load(Ordering::Acquire);
+        loop {
+            let seq = (w >> 3) + 1;
+            match self.state.compare_exchange_weak(
+                w,
+                (seq << 3) | RUNNING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return seq,
+                Err(cur) => w = cur,
+            }
+        }
+    }
+
+    /// After the task suspended: PARKED, or true if it was already woken and
+    /// must be requeued.
+    #[inline]
+    pub(super) fn finish_park(&self) -> bool {
+        let mut w = self.state.load(Ordering::Acquire);
+        loop {
+            let next = match w & STATE_MASK {
+                RUNNING => (w & !STATE_MASK) | PARKED,
+                NOTIFIED => {
+                    self.state
+                        .store((w & !STATE_MASK) | RUNNABLE, Ordering::Release);
+                    return true;
+                }
+                s => unreachable!("task suspended in state {s}"),
+            };
+            match self
+                .state
+                .compare_exchange_weak(w, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return false,
+                Err(cur) => w = cur,
+            }
+        }
+    }
+
+    /// Answers the park with `token`. Returns true if the caller must put
+    /// the task on its home run queue.
+    #[inline]
+    pub fn try_unpark(&self, token: u64) -> bool {
+        let mut w = self.state.load(Ordering::Acquire);
+        loop {
+            if w >> 3 != token {
+                return false;
+            }
+            let next = match w & STATE_MASK {
+                PARKED => (w & !STATE_MASK) | RUNNABLE,
+                RUNNING => (w & !STATE_MASK) | NOTIFIED,
+                _ => return false,
+            };
+            match self
+                .state
+                .compare_exchange_weak(w, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return next & STATE_MASK == RUNNABLE,
+                Err(cur) => w = cur,
+            }
+        }
+    }
+
+    /// Whether a park with `token` is still waiting.
+    #[inline]
+    pub fn park_is_current(&self, token: u64) -> bool {
+        let w = self.state.load(Ordering::Acquire);
+        w >> 3 == token && matches!(w & STATE_MASK, RUNNING | PARKED)
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        // A coroutine suspended inside C frames cannot be unwound (corosensei
+        // would force an unwind through them, which aborts). A task dropped
+        // while suspended (nothing could ever wake it) leaks its stack instead.
+        if let Some(c) = self.coro.get_mut().take() {
+            std::mem::forget(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C" fn nop(_: *mut c_void) -> *mut c_void {
+        std::ptr::null_mut()
+    }
+
+    fn task() -> TaskRef {
+        Task::new(
+            Entry::C {
+                f: nop,
+                arg: std::ptr::null_mut(),
+            },
+            65536,
+        )
+    }
+
+    #[test]
+    fn wake_after_suspend_requeues() {
+        let t = task();
+        t.set_running();
+        let tok = t.begin_park();
+        assert!(!t.finish_park());
+        assert_eq!(t.state(), PARKED);
+        assert!(t.try_unpark(tok));
+        assert_eq!(t.state(), RUNNABLE);
+        assert!(!t.try_unpark(tok), "a second wake is a no-op");
+    }
+
+    #[test]
+    fn wake_before_suspend_is_not_lost() {
+        let t = task();
+        t.set_running();
+        let tok = t.begin_park();
+        assert!(!t.try_unpark(tok), "still running: only marked");
+        assert_eq!(t.state(), NOTIFIED);
+        assert!(t.finish_park(), "the scheduler requeues it");
+        assert_eq!(t.state(), RUNNABLE);
+    }
+
+    #[test]
+    fn stale_token_is_ignored() {
+        let t = task();
+        t.set_running();
+        let old = t.begin_park();
+        t.set_running();
+        let new = t.begin_park();
+        assert_ne!(old, new);
+        assert!(!t.finish_park());
+        assert!(!t.try_unpark(old));
+        assert_eq!(t.state(), PARKED);
+        assert!(t.park_is_current(new));
+        assert!(!t.park_is_current(old));
+        assert!(t.try_unpark(new));
+    }
+}

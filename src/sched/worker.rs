@@ -1,0 +1,594 @@
+//! Workers: kernel threads that each run a scheduler loop.
+//!
+//! # Mechanism
+//!
+//! A worker owns a run queue, a timer heap, a stack pool and an epoll
+//! instance (its netpoller). Worker 0 is the program's main thread: the
+//! `__libc_start_main` hook turns `main` into the first task and drives
+//! worker 0 until that task is done. Workers 1..N are started with the real
+//! `pthread_create` and loop forever.
+//!
+//! Tasks come in three kinds of queue:
+//!
+//! - `fresh` (a crossbeam work-stealing deque, owner pushes/pops, others
+//!   steal) and `placed` (an injector other threads push to): tasks that have
+//!   **never run**. Any worker may take them: moving a task that has no
+//!   frames yet is safe.
+//! - `run_queue`: tasks that ran before and are runnable again. They are
+//!   pinned to this worker for life, because C code may keep the address of
+//!   errno or other thread-local data across a call (DESIGN.md §5.2).
+//! - `inbox`: tasks of this worker made runnable by other threads (a
+//!   netpoller of another worker, a mutex unlocked elsewhere). The owner
+//!   moves them to `run_queue`.
+//!
+//! Placement: a spawn goes to the least loaded worker (load = live tasks
+//! homed there); ties stay local, which keeps spawn+join on one thread cheap.
+//!
+//! Sleeping and waking follow the announce-then-recheck protocol: an idle
+//! worker sets `sleeping`, re-checks its shared queues, and only then blocks
+//! in epoll; a producer pushes first and then, if it finds `sleeping` set,
+//! clears it and writes the worker's eventfd. Both sides use SeqCst, so at
+//! least one of them sees the other and no wake-up is lost; the eventfd is
+//! written only when the worker really may sleep.
+//!
+//! The loop: run a task from the queues; every 61 tasks, or when there is
+//! nothing to run, poll the netpoller (without blocking when work remains)
+//! and fire expired timers; when idle, steal never-run tasks from the
+//! others, then sleep until the next timer.
+
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
+
+use crate::ctx::{overflow, Coroutine, GuardedStack, Resumed, StackPool, Yielder};
+use crate::sys::epoll::{Epoll, EventFd};
+
+use super::fdtable;
+use super::run_queue::RunQueue;
+use super::task::{Entry, Task, TaskRef, DONE, NO_HOME};
+use super::timers::Timers;
+use super::waiter::Waiter;
+
+/// epoll data of the worker's own eventfd.
+const WAKE_KEY: u64 = u64::MAX;
+/// Run this many tasks between netpoller checks when busy.
+const POLL_EVERY: u64 = 61;
+const EVENTS: usize = 256;
+
+pub struct Worker {
+    pub index: usize,
+    inbox: Injector<TaskRef>,
+    placed: Injector<TaskRef>,
+    fresh_stealer: Stealer<TaskRef>,
+    sleeping: AtomicBool,
+    wake: EventFd,
+    /// Live tasks homed on this worker (placement heuristic).
+    pub load: AtomicUsize,
+    /// Kernel thread id, once started.
+    pub tid: AtomicI32,
+    /// Task running now (0: in the scheduler) and since when (ns); read by
+    /// the watchdog.
+    pub running_id: AtomicU64,
+    pub running_since: AtomicU64,
+    pub running_start_addr: AtomicUsize,
+    /// Tasks run (a heartbeat for the watchdog and for stats).
+    pub switches: AtomicU64,
+    local: Local,
+}
+
+/// State touched only by the worker's own thread.
+struct Local {
+    run_queue: RefCell<RunQueue<TaskRef>>,
+    fresh: Deque<TaskRef>,
+    timers: RefCell<Timers<Waiter>>,
+    stacks: RefCell<StackPool>,
+    epoll: Epoll,
+    tick: Cell<u64>,
+}
+
+// SAFETY: `local` is only used by the thread whose WORKER thread-local
+// points at this worker (checked by `current_worker`, the only way in);
+// every other field is thread-safe.
+unsafe impl Sync for Worker {}
+// SAFETY: as above; the worker is created on one thread and handed to the
+// thread that drives it before any use of `local`.
+unsafe impl Send for Worker {}
+
+pub struct Runtime {
+    pub workers: Vec<&'static Worker>,
+    global: Injector<TaskRef>,
+    pub config: crate::config::Config,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+std::thread_local! {
+    static WORKER: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
+    static CURRENT: Cell<*const Task> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The runtime, if started.
+#[inline]
+pub fn runtime() -> Option<&'static Runtime> {
+    RUNTIME.get()
+}
+
+/// The worker driven by this thread.
+#[inline]
+pub fn current_worker() -> Option<&'static Worker> {
+    let p = WORKER.get();
+    // SAFETY: workers are leaked at creation and never freed.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// The task running on this thread, if any. Null while the runtime itself
+/// runs (scheduler loop, or inside a park), so hooks reached from runtime
+/// code pass straight through.
+#[inline]
+pub fn current_task_ptr() -> *const Task {
+    CURRENT.get()
+}
+
+#[inline]
+pub(super) fn set_current(t: *const Task) {
+    CURRENT.set(t);
+}
+
+impl Worker {
+    fn new(index: usize) -> std::io::Result<&'static Worker> {
+        let fresh = Deque::new_fifo();
+        let epoll = Epoll::new()?;
+        let wake = EventFd::new()?;
+        epoll
+            .register(wake.fd(), WAKE_KEY)
+            .map_err(std::io::Error::from_raw_os_error)?;
+        for fd in [epoll.fd(), wake.fd()] {
+            if let Some(e) = fdtable::get(fd) {
+                e.runtime.store(true, Ordering::Relaxed);
+            }
+        }
+        let w = Box::new(Worker {
+            index,
+            inbox: Injector::new(),
+            placed: Injector::new(),
+            fresh_stealer: fresh.stealer(),
+            sleeping: AtomicBool::new(false),
+            wake,
+            load: AtomicUsize::new(0),
+            tid: AtomicI32::new(0),
+            running_id: AtomicU64::new(0),
+            running_since: AtomicU64::new(0),
+            running_start_addr: AtomicUsize::new(0),
+            switches: AtomicU64::new(0),
+            local: Local {
+                run_queue: RefCell::new(RunQueue::new()),
+                fresh,
+                timers: RefCell::new(Timers::new()),
+                stacks: RefCell::new(StackPool::new()),
+                epoll,
+                tick: Cell::new(0),
+            },
+        });
+        Ok(Box::leak(w))
+    }
+
+    /// Wakes the worker if it sleeps (or is about to).
+    #[inline]
+    pub fn notify(&self) {
+        if self.sleeping.load(Ordering::SeqCst) && self.sleeping.swap(false, Ordering::SeqCst) {
+            self.wake.signal();
+        }
+    }
+
+    fn has_shared_work(&self, rt: &Runtime) -> bool {
+        !self.inbox.is_empty() || !self.placed.is_empty() || !rt.global.is_empty()
+    }
+
+    /// Makes this thread drive the worker (sets thread-locals).
+    fn attach(&'static self) {
+        WORKER.set(self);
+        self.tid.store(crate::sys::gettid(), Ordering::Relaxed);
+        overflow::install_altstack();
+    }
+
+    /// The epoll instance fds are registered with by tasks of this worker.
+    pub(super) fn epoll(&self) -> &Epoll {
+        &self.local.epoll
+    }
+
+    pub(super) fn timers(&self) -> &RefCell<Timers<Waiter>> {
+        &self.local.timers
+    }
+
+    pub(super) fn push_local(&self, t: TaskRef) {
+        self.local.run_queue.borrow_mut().push(t);
+    }
+
+    fn next_task(&self, rt: &Runtime) -> Option<TaskRef> {
+        let tick = self.local.tick.get().wrapping_add(1);
+        self.local.tick.set(tick);
+        if tick.is_multiple_of(POLL_EVERY) {
+            // Fairness: shared queues and never-run tasks get a turn even
+            // when the local queue never drains.
+            if let Some(t) = steal_one(&self.placed).or_else(|| steal_one(&rt.global)) {
+                return Some(t);
+            }
+            if let Some(t) = self.local.fresh.pop() {
+                return Some(t);
+            }
+        }
+        if let Some(t) = self.local.run_queue.borrow_mut().pop() {
+            return Some(t);
+        }
+        if !self.inbox.is_empty() {
+            let mut rq = self.local.run_queue.borrow_mut();
+            for _ in 0..256 {
+                match steal_one(&self.inbox) {
+                    Some(t) => rq.push(t),
+                    None => break,
+                }
+            }
+            if let Some(t) = rq.pop() {
+                return Some(t);
+            }
+        }
+        if let Some(t) = self.local.fresh.pop() {
+            return Some(t);
+        }
+        steal_one(&self.placed).or_else(|| steal_one(&rt.global))
+    }
+
+    /// Takes a never-run task from another worker.
+    fn steal_from_others(&self, rt: &Runtime) -> Option<TaskRef> {
+        let n = rt.workers.len();
+        for k in 1..n {
+            let v = rt.workers[(self.index + k) % n];
+            let t = loop {
+                match v.fresh_stealer.steal() {
+                    Steal::Success(t) => break Some(t),
+                    Steal::Retry => continue,
+                    Steal::Empty => break steal_one(&v.placed),
+                }
+            };
+            if let Some(t) = t {
+                v.load.fetch_sub(1, Ordering::Relaxed);
+                self.load.fetch_add(1, Ordering::Relaxed);
+                t.set_home(self.index);
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Runs one task until it suspends or finishes.
+    fn run_task(&'static self, t: TaskRef) {
+        let tp = Arc::as_ptr(&t);
+        // SAFETY: only this worker touches `coro` and `stack` of a task it
+        // runs (the task is out of every queue while it runs).
+        let coro = unsafe { &mut *t.coro.get() };
+        if coro.is_none() {
+            t.set_home(self.index);
+            // SAFETY: as above.
+            let stack = unsafe { (*t.stack.get()).take() };
+            let stack = match stack {
+                Some(s) => s,
+                None => match self.local.stacks.borrow_mut().get(t.stack_size) {
+                    Ok(s) => s,
+                    Err(_) => {
+                        crate::sys::raw_stderr(
+                            b"corun: cannot map a coroutine stack; task dropped\n",
+                        );
+                        self.finish(t, true);
+                        return;
+                    }
+                },
+            };
+            *coro = Some(Coroutine::new(stack, move |y: &Yielder| {
+                // SAFETY: the scheduler holds a TaskRef while the task runs,
+                // and the body only runs while the task runs.
+                let task = unsafe { &*tp };
+                task.yielder.set(y);
+                // SAFETY: `entry` is only touched on the home worker, here.
+                let entry = unsafe { (*task.entry.get()).take() };
+                let r = match entry {
+                    Some(Entry::C { f, arg }) => f(arg),
+                    Some(Entry::Rust(f)) => f(),
+                    None => std::ptr::null_mut(),
+                };
+                fdtable::lock(&task.join).result = r as usize;
+            }));
+        }
+        let co = coro.as_mut().expect("coroutine just made");
+        t.set_running();
+        let (guard, top) = co.bounds();
+        overflow::set_running(t.id, guard, top);
+        self.running_id.store(t.id, Ordering::Relaxed);
+        self.running_start_addr
+            .store(t.start_addr, Ordering::Relaxed);
+        self.running_since
+            .store(crate::sys::now_ns(), Ordering::Relaxed);
+        CURRENT.set(tp);
+        let r = co.resume();
+        CURRENT.set(std::ptr::null());
+        self.running_id.store(0, Ordering::Relaxed);
+        overflow::clear_running();
+        self.switches.fetch_add(1, Ordering::Relaxed);
+        match r {
+            Resumed::Suspended if t.exiting.get() => {
+                // SAFETY: pthread_exit suspended for good; its C frames own
+                // nothing corun must drop (C has no destructors to run).
+                unsafe { co.abandon() };
+                self.finish(t, false);
+            }
+            Resumed::Suspended => {
+                if t.finish_park() {
+                    self.push_local(t);
+                }
+            }
+            Resumed::Finished => self.finish(t, false),
+        }
+    }
+
+    fn finish(&self, t: TaskRef, failed: bool) {
+        // SAFETY: the task no longer runs; only its home worker touches `coro`.
+        if let Some(c) = unsafe { (*t.coro.get()).take() } {
+            self.local.stacks.borrow_mut().put(c.into_stack());
+        }
+        t.set_done();
+        self.load.fetch_sub(1, Ordering::Relaxed);
+        let joiner = {
+            let mut j = fdtable::lock(&t.join);
+            j.done = true;
+            if failed {
+                j.result = 0;
+            }
+            j.joiner.take()
+        };
+        if let Some(w) = joiner {
+            w.wake();
+        }
+    }
+
+    /// Processes netpoller events and expired timers; blocks up to the next
+    /// timer when `block` is set.
+    fn poll(&'static self, rt: &Runtime, block: bool) {
+        let now = crate::sys::now_ns();
+        let mut timeout = Some(0);
+        if block {
+            timeout = self
+                .local
+                .timers
+                .borrow()
+                .next_deadline()
+                .map(|d| d.saturating_sub(now));
+            self.sleeping.store(true, Ordering::SeqCst);
+            if self.has_shared_work(rt) || timeout == Some(0) {
+                self.sleeping.store(false, Ordering::SeqCst);
+                timeout = Some(0);
+            }
+        }
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+        let n = self.local.epoll.wait(&mut evs, timeout);
+        if block {
+            self.sleeping.store(false, Ordering::SeqCst);
+        }
+        for ev in &evs[..n] {
+            let (data, events) = (ev.u64, ev.events);
+            if data == WAKE_KEY {
+                self.wake.drain();
+                continue;
+            }
+            if let Some(e) = fdtable::peek(data as u32 as i32) {
+                e.on_event((data >> 32) as u32, events);
+            }
+        }
+        self.fire_timers();
+    }
+
+    fn fire_timers(&self) {
+        if self.local.timers.borrow().is_empty() {
+            return;
+        }
+        let now = crate::sys::now_ns();
+        loop {
+            let w = self.local.timers.borrow_mut().pop_expired(now);
+            match w {
+                Some(w) => w.wake(),
+                None => break,
+            }
+        }
+    }
+
+    /// The scheduler loop; returns when `stop` says so (worker 0, when main
+    /// is done) or never.
+    fn run(&'static self, stop: &dyn Fn() -> bool) {
+        let rt = runtime().expect("runtime started before its workers");
+        loop {
+            if stop() {
+                return;
+            }
+            if let Some(t) = self.next_task(rt) {
+                self.run_task(t);
+                if self.local.tick.get().is_multiple_of(POLL_EVERY) {
+                    self.poll(rt, false);
+                }
+                continue;
+            }
+            self.poll(rt, false);
+            if !self.local.run_queue.borrow().is_empty() {
+                continue;
+            }
+            if let Some(t) = self.steal_from_others(rt) {
+                self.run_task(t);
+                continue;
+            }
+            if stop() {
+                return;
+            }
+            self.poll(rt, true);
+        }
+    }
+}
+
+fn steal_one(q: &Injector<TaskRef>) -> Option<TaskRef> {
+    loop {
+        match q.steal() {
+            Steal::Success(t) => return Some(t),
+            Steal::Retry => continue,
+            Steal::Empty => return None,
+        }
+    }
+}
+
+/// Puts a runnable task back on its home worker's queue (any thread).
+pub fn schedule(t: TaskRef) {
+    let home = t.home();
+    if let Some(w) = current_worker() {
+        if w.index == home {
+            w.push_local(t);
+            return;
+        }
+    }
+    let rt = match runtime() {
+        Some(rt) => rt,
+        None => return,
+    };
+    if home == NO_HOME || home >= rt.workers.len() {
+        rt.global.push(t);
+        wake_one(rt);
+        return;
+    }
+    let w = rt.workers[home];
+    w.inbox.push(t);
+    w.notify();
+}
+
+fn wake_one(rt: &Runtime) {
+    for w in &rt.workers {
+        if w.sleeping.load(Ordering::SeqCst) {
+            w.notify();
+            return;
+        }
+    }
+}
+
+/// Makes a new task and places it; fails (errno) when no stack can be had.
+pub fn spawn(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
+    let rt = runtime().ok_or(libc::EAGAIN)?;
+    let t = Task::new(entry, stack_size);
+    let me = current_worker();
+    let stack = match me {
+        Some(w) => w.local.stacks.borrow_mut().get(stack_size),
+        None => GuardedStack::new(stack_size),
+    };
+    match stack {
+        // SAFETY: the task is not shared yet.
+        Ok(s) => unsafe { *t.stack.get() = Some(s) },
+        Err(e) => return Err(e.raw_os_error().unwrap_or(libc::EAGAIN)),
+    }
+    // Least loaded worker; ties go to the spawner's own.
+    let mut target = me;
+    let mut best = me.map_or(usize::MAX, |w| w.load.load(Ordering::Relaxed));
+    for w in &rt.workers {
+        let l = w.load.load(Ordering::Relaxed);
+        if l < best {
+            best = l;
+            target = Some(w);
+        }
+    }
+    match target {
+        Some(w) => {
+            w.load.fetch_add(1, Ordering::Relaxed);
+            t.set_home(w.index);
+            if me.is_some_and(|m| m.index == w.index) {
+                w.local.fresh.push(t.clone());
+            } else {
+                w.placed.push(t.clone());
+                w.notify();
+            }
+        }
+        None => {
+            rt.global.push(t.clone());
+            wake_one(rt);
+        }
+    }
+    Ok(t)
+}
+
+/// Spawns `main`'s task pinned to this worker (it must end on the thread
+/// that drives worker 0, which returns its status to glibc).
+pub fn spawn_main(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
+    let w = current_worker().ok_or(libc::EAGAIN)?;
+    let t = Task::new(entry, stack_size);
+    let s = w
+        .local
+        .stacks
+        .borrow_mut()
+        .get(stack_size)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EAGAIN))?;
+    // SAFETY: the task is not shared yet.
+    unsafe { *t.stack.get() = Some(s) };
+    w.load.fetch_add(1, Ordering::Relaxed);
+    t.set_home(w.index);
+    w.push_local(t.clone());
+    Ok(t)
+}
+
+/// Starts the runtime with this thread as worker 0; workers 1.. get threads.
+pub fn start(config: crate::config::Config) -> std::io::Result<&'static Runtime> {
+    let mut workers = Vec::with_capacity(config.workers);
+    for i in 0..config.workers {
+        workers.push(Worker::new(i)?);
+    }
+    let rt = Runtime {
+        workers,
+        global: Injector::new(),
+        config,
+    };
+    if RUNTIME.set(rt).is_err() {
+        return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
+    }
+    let rt = runtime().expect("just set");
+    overflow::install_handler();
+    rt.workers[0].attach();
+    for w in &rt.workers[1..] {
+        start_thread(w)?;
+    }
+    Ok(rt)
+}
+
+fn start_thread(w: &'static Worker) -> std::io::Result<()> {
+    extern "C" fn body(arg: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: `arg` is a &'static Worker passed by start_thread.
+        let w: &'static Worker = unsafe { &*(arg as *const Worker) };
+        w.attach();
+        w.run(&|| false);
+        std::ptr::null_mut()
+    }
+    let mut tid: libc::pthread_t = 0;
+    // SAFETY: the real pthread_create (never the hook: a worker must be a
+    // kernel thread); `w` outlives the thread.
+    let r = unsafe {
+        crate::sys::real::pthread_create(
+            &mut tid,
+            std::ptr::null(),
+            body,
+            w as *const Worker as *mut libc::c_void,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::from_raw_os_error(r));
+    }
+    // SAFETY: a freshly created joinable thread we never join (real
+    // pthread_detach: the hook would look for a coroutine).
+    unsafe { crate::sys::real::pthread_detach(tid) };
+    Ok(())
+}
+
+/// Drives worker 0 on this thread until `t` is done.
+pub fn run_until_done(t: &TaskRef) {
+    let w = current_worker().expect("worker 0 attached");
+    w.run(&|| t.state() == DONE);
+}

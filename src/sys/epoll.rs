@@ -1,0 +1,155 @@
+//! epoll and eventfd, as thin as they come.
+//!
+//! The netpoller registers each fd once, edge-triggered, for input, output and
+//! peer hang-up. Waits take a nanosecond timeout through `epoll_pwait2`
+//! (Linux 5.11), so a 100 us sleep is not rounded up to a millisecond; on an
+//! older kernel (ENOSYS) the wait falls back to `epoll_pwait` in milliseconds,
+//! rounded up, never down. Calls go straight to the kernel with `syscall(2)`:
+//! `epoll_wait` is interposed by corun and must not be re-entered here.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Interest of every registration: edge-triggered in/out/rdhup.
+pub const INTEREST: u32 =
+    (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
+
+static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
+
+/// An epoll instance owned by one worker.
+pub struct Epoll {
+    fd: i32,
+}
+
+impl Epoll {
+    pub fn new() -> std::io::Result<Epoll> {
+        // SAFETY: epoll_create1 has no memory preconditions.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Epoll {
+            fd: super::move_fd_high(fd),
+        })
+    }
+
+    pub fn fd(&self) -> i32 {
+        self.fd
+    }
+
+    /// Registers `fd` with `data`; an fd already present (a dup of a
+    /// description registered before) is modified instead.
+    pub fn register(&self, fd: i32, data: u64) -> Result<(), i32> {
+        let mut ev = libc::epoll_event {
+            events: INTEREST,
+            u64: data,
+        };
+        // SAFETY: `ev` is a valid epoll_event for the duration of the call.
+        let r = unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = super::errno();
+        if e == libc::EEXIST {
+            // SAFETY: as above.
+            let r = unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_MOD, fd, &mut ev) };
+            if r == 0 {
+                return Ok(());
+            }
+            return Err(super::errno());
+        }
+        Err(e)
+    }
+
+    /// Removes `fd` (used when a registration must move, e.g. after fork).
+    pub fn deregister(&self, fd: i32) {
+        // SAFETY: a NULL event is allowed for EPOLL_CTL_DEL since Linux 2.6.9.
+        unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+    }
+
+    /// Waits for events; `timeout_ns` None blocks, Some(0) polls.
+    /// Returns the number of events written to `events` (0 on EINTR).
+    pub fn wait(&self, events: &mut [libc::epoll_event], timeout_ns: Option<u64>) -> usize {
+        let max = events.len() as i32;
+        let n = if !NO_PWAIT2.load(Ordering::Relaxed) {
+            let ts = timeout_ns.map(super::ns_timespec);
+            let tsp = ts
+                .as_ref()
+                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            // SAFETY: `events` is writable for `max` entries; `tsp` is NULL or valid.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_epoll_pwait2,
+                    self.fd,
+                    events.as_mut_ptr(),
+                    max,
+                    tsp,
+                    std::ptr::null::<libc::sigset_t>(),
+                    0usize,
+                )
+            };
+            if n < 0 && super::errno() == libc::ENOSYS {
+                NO_PWAIT2.store(true, Ordering::Relaxed);
+                return self.wait(events, timeout_ns);
+            }
+            n
+        } else {
+            let ms: i64 = match timeout_ns {
+                None => -1,
+                Some(ns) => ns.div_ceil(1_000_000).min(i32::MAX as u64) as i64,
+            };
+            // SAFETY: as above.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_epoll_pwait,
+                    self.fd,
+                    events.as_mut_ptr(),
+                    max,
+                    ms,
+                    std::ptr::null::<libc::sigset_t>(),
+                    0usize,
+                )
+            }
+        };
+        if n < 0 {
+            0
+        } else {
+            n as usize
+        }
+    }
+}
+
+/// An eventfd a worker sleeps on, written by whoever wakes it.
+pub struct EventFd {
+    fd: i32,
+}
+
+impl EventFd {
+    pub fn new() -> std::io::Result<EventFd> {
+        // SAFETY: eventfd has no memory preconditions.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(EventFd {
+            fd: super::move_fd_high(fd),
+        })
+    }
+
+    pub fn fd(&self) -> i32 {
+        self.fd
+    }
+
+    /// Adds one to the counter, making the fd readable.
+    pub fn signal(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 (raw syscall: `write` is hooked).
+        unsafe { libc::syscall(libc::SYS_write, self.fd, &one as *const u64, 8usize) };
+    }
+
+    /// Resets the counter to zero.
+    pub fn drain(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a live u64; the fd is non-blocking.
+        unsafe { libc::syscall(libc::SYS_read, self.fd, &mut v as *mut u64, 8usize) };
+    }
+}

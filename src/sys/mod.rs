@@ -1,0 +1,165 @@
+//! The OS layer, kept thin and apart (in the manner of mio's `sys`): real libc
+//! symbols, errno, clocks, epoll and eventfd. Nothing here knows about
+//! coroutines; everything above calls the kernel only through this module or
+//! through `libc` functions that corun does not interpose.
+
+pub mod epoll;
+pub mod real;
+
+use std::time::Duration;
+
+/// The calling thread's errno.
+#[inline]
+pub fn errno() -> i32 {
+    // SAFETY: __errno_location always returns this thread's errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Sets the calling thread's errno. Hooks call this last, after their final
+/// switch, so the value lands in the thread that returns to the program
+/// (DESIGN.md §5.2).
+#[inline]
+pub fn set_errno(e: i32) {
+    // SAFETY: as in `errno`.
+    unsafe { *libc::__errno_location() = e }
+}
+
+/// Writes to fd 2 with the raw syscall: no hook, no allocation, no lock, so it
+/// is usable from a signal handler and before the runtime exists.
+pub fn raw_stderr(msg: &[u8]) {
+    let mut off = 0;
+    while off < msg.len() {
+        // SAFETY: the pointer and length describe a live slice.
+        let n = unsafe { libc::syscall(libc::SYS_write, 2, msg[off..].as_ptr(), msg.len() - off) };
+        if n <= 0 {
+            if n < 0 && errno() == libc::EINTR {
+                continue;
+            }
+            return;
+        }
+        off += n as usize;
+    }
+}
+
+/// Formats `v` in decimal into `buf`, returning the used tail (no allocation).
+pub fn fmt_u64(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// Monotonic time in nanoseconds (vDSO, no syscall).
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Converts a timespec duration to nanoseconds, saturating.
+pub fn timespec_ns(ts: &libc::timespec) -> u64 {
+    (ts.tv_sec.max(0) as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec.max(0) as u64)
+}
+
+/// A nanosecond count as a timespec.
+pub fn ns_timespec(ns: u64) -> libc::timespec {
+    let d = Duration::from_nanos(ns);
+    libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    }
+}
+
+/// Page size of the machine.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
+
+/// Number of CPUs this process may run on.
+pub fn available_cpus() -> usize {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let n = libc::CPU_COUNT(&set);
+            if n > 0 {
+                return n as usize;
+            }
+        }
+    }
+    1
+}
+
+/// Moves a runtime fd out of the low numbers a program expects to get
+/// (a program that prints or assumes its first socket is fd 3 must see the
+/// same numbers under corun): duplicated close-on-exec to the top of the
+/// soft RLIMIT_NOFILE range, the original closed. Falls back to `fd`.
+pub fn move_fd_high(fd: i32) -> i32 {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `rl` is a valid out-pointer.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
+    let soft = rl.rlim_cur.min(1 << 20) as i64;
+    let base = (soft - 64).max(fd as i64 + 1);
+    if base >= soft {
+        return fd;
+    }
+    // SAFETY: raw fcntl/close on an fd this function owns (the hooks for
+    // these names must not see runtime fds).
+    unsafe {
+        let nfd = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, base);
+        if nfd < 0 {
+            return fd;
+        }
+        libc::syscall(libc::SYS_close, fd);
+        nfd as i32
+    }
+}
+
+/// The kernel thread id of the caller.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fmt_u64_formats() {
+        let mut b = [0u8; 20];
+        assert_eq!(fmt_u64(0, &mut b), b"0");
+        assert_eq!(fmt_u64(262144, &mut b), b"262144");
+        assert_eq!(fmt_u64(u64::MAX, &mut b), b"18446744073709551615");
+    }
+
+    #[test]
+    fn timespec_roundtrip() {
+        let ts = ns_timespec(1_500_000_123);
+        assert_eq!(ts.tv_sec, 1);
+        assert_eq!(ts.tv_nsec, 500_000_123);
+        assert_eq!(timespec_ns(&ts), 1_500_000_123);
+    }
+}
