@@ -1,0 +1,76 @@
+# corun - build, test, demo, bench.
+#
+#   make          the library (target/release/libcorun.so) and every C program
+#   make test     unit tests, then every test in scripts/tests/ (see README)
+#   make demo     an unchanged blocking server natively and under corun, loaded
+#   make bench    the benchmarks, written to bench/RESULTS.md
+#
+# C programs: c-tests/co_*.c use include/corun.h and link -lcorun; every other
+# c-tests/*.c is a plain program (pthreads, no corun) that runs under corun
+# unchanged.
+
+CARGO   ?= cargo
+CC      ?= gcc
+CFLAGS  ?= -O2 -g
+CFLAGS  += -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
+LIB     := target/release/libcorun.so
+BIN     := c-tests/bin
+CORUN_SRCS := $(wildcard c-tests/co_*.c)
+PLAIN_SRCS := $(filter-out $(CORUN_SRCS),$(wildcard c-tests/*.c))
+CORUN_BINS := $(patsubst c-tests/%.c,$(BIN)/%,$(CORUN_SRCS))
+PLAIN_BINS := $(patsubst c-tests/%.c,$(BIN)/%,$(PLAIN_SRCS))
+RUST_SRCS  := $(shell find src -name '*.rs') Cargo.toml
+
+.PHONY: all lib cbins test unit ctest demo bench soak fmt lint check clean deps
+
+all: lib cbins
+
+lib: $(LIB)
+
+$(LIB): $(RUST_SRCS)
+	$(CARGO) build --release
+	@touch $(LIB)
+
+cbins: $(CORUN_BINS) $(PLAIN_BINS)
+
+$(BIN):
+	mkdir -p $(BIN)
+
+$(BIN)/co_%: c-tests/co_%.c include/corun.h $(LIB) | $(BIN)
+	$(CC) $(CFLAGS) -o $@ $< -Ltarget/release -lcorun -Wl,-rpath,'$$ORIGIN/../../target/release' -pthread
+
+$(BIN)/%: c-tests/%.c | $(BIN)
+	$(CC) $(CFLAGS) -o $@ $< -pthread -lm
+
+deps:
+	@scripts/deps.sh
+
+unit:
+	$(CARGO) test --release
+
+ctest: all
+	@scripts/run-tests.sh
+
+test: deps all unit ctest
+
+demo: deps all
+	@scripts/demo.sh
+
+bench: deps all
+	@scripts/bench.sh
+
+soak: deps all
+	@scripts/soak.sh
+
+fmt:
+	$(CARGO) fmt --check
+
+lint:
+	$(CARGO) clippy --release --all-targets -- -D warnings
+
+check: fmt lint
+	@scripts/check.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf $(BIN)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the tests, demo and benchmarks need, where it is missing.
+set -euo pipefail
+need=()
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v perl >/dev/null 2>&1 || need+=(perl)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+command -v script >/dev/null 2>&1 || need+=(bsdutils)
+if ((${#need[@]})); then
+    echo "deps: installing ${need[*]}"
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq >/dev/null 2>&1 || true
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "deps: cargo (Rust) is required: https://rustup.rs" >&2
+    exit 1
+fi

@@ -1,0 +1,44 @@
+# Shared helpers for scripts/tests/*.sh, scripts/demo.sh and scripts/bench.sh.
+# shellcheck shell=bash
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LIB="$ROOT/target/release/libcorun.so"
+BIN="$ROOT/c-tests/bin"
+TMPD="$(mktemp -d /tmp/corun-test.XXXXXX)"
+_cleanup() {
+    local pids
+    pids=$(jobs -p 2>/dev/null || true)
+    [ -n "$pids" ] && kill $pids 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$TMPD"
+}
+trap _cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+
+# Runs a command under corun. For a background server whose pid you need,
+# write LD_PRELOAD="$LIB" cmd & instead ($! is then the program itself).
+corun() ( export LD_PRELOAD="$LIB"; exec "$@" )
+
+# A free TCP port on 127.0.0.1.
+free_port() {
+    python3 - <<'PY'
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+PY
+}
+
+# Waits until 127.0.0.1:$1 accepts connections (up to ~10 s).
+wait_port() {
+    for _ in $(seq 1 200); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+        sleep 0.05
+    done
+    fail "nothing listens on port $1"
+}
+
+# Number of kernel threads of a pid.
+nthreads() { ls "/proc/$1/task" | wc -l; }
+# RSS of a pid in KiB.
+rss_kib() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every test in scripts/tests/ (or those whose name contains $1), each
+# bounded in time, and prints one line per test and a summary.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+filter="${1:-}"
+logdir="target/test-logs"
+mkdir -p "$logdir"
+pass=0; fail=0; failed=()
+for t in scripts/tests/*.sh; do
+    name="$(basename "$t" .sh)"
+    [[ -n "$filter" && "$name" != *"$filter"* ]] && continue
+    start=$(date +%s%N)
+    timeout -k 5 "${TEST_TIMEOUT:-240}" bash "$t" >"$logdir/$name.log" 2>&1
+    rc=$?
+    ms=$(( ($(date +%s%N) - start) / 1000000 )); secs="$((ms / 1000)).$(( (ms % 1000) / 100 ))"
+    if [ $rc -eq 0 ]; then
+        pass=$((pass+1)); printf 'PASS  %-32s %6ss\n' "$name" "$secs"
+    else
+        fail=$((fail+1)); failed+=("$name")
+        printf 'FAIL  %-32s %6ss (exit %d)\n' "$name" "$secs" "$rc"
+        sed 's/^/      | /' "$logdir/$name.log" | tail -25
+    fi
+done
+echo "tests: $pass passed, $fail failed${failed:+ (${failed[*]})}"
+[ $fail -eq 0 ]
