@@ -48,20 +48,23 @@ pub fn resolve_into(slot: &AtomicPtr<c_void>, name: &CStr) -> *mut c_void {
     }
 }
 
-/// Declares `pub unsafe fn NAME(args) -> ret` calling the next definition of NAME.
+/// Declares `pub unsafe fn NAME(args) -> ret` calling the next definition of
+/// NAME. A family of hooks with real functions of its own may declare them
+/// in its own module with `crate::sys::real::real_fns! { ... }`.
 macro_rules! real_fns {
     ($( fn $name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty ; )*) => {
         $(
             #[inline]
             #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
             pub unsafe fn $name($($arg: $ty),*) -> $ret {
-                static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-                let mut p = SLOT.load(Ordering::Acquire);
+                static SLOT: std::sync::atomic::AtomicPtr<std::ffi::c_void> =
+                    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+                let mut p = SLOT.load(std::sync::atomic::Ordering::Acquire);
                 if p.is_null() {
-                    p = resolve_into(
+                    p = $crate::sys::real::resolve_into(
                         &SLOT,
                         // SAFETY: the literal is NUL-terminated and has no interior NUL.
-                        unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
+                        unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
                     );
                 }
                 // SAFETY: `p` is the address of the libc function of this name,
@@ -73,6 +76,8 @@ macro_rules! real_fns {
         )*
     };
 }
+
+pub(crate) use real_fns;
 
 use libc::{
     c_int, c_uint, c_ulong, c_void as v, iovec, msghdr, nfds_t, pollfd, sigset_t, size_t, sockaddr,
