@@ -77,6 +77,7 @@ macro_rules! real_fns {
     };
 }
 
+#[allow(unused_imports)]
 pub(crate) use real_fns;
 
 use libc::{
