@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::task::TaskRef;
 
+#[derive(Clone)]
 pub enum Waiter {
     Task { task: TaskRef, token: u64 },
     Thread(Arc<ThreadParker>),
