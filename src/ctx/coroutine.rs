@@ -79,7 +79,7 @@ mod tests {
     fn suspend_resume_finish() {
         let hits = Rc::new(Cell::new(0));
         let h = hits.clone();
-        let stack = GuardedStack::new(64 * 1024).unwrap();
+        let stack = GuardedStack::map_slab(64 * 1024).unwrap().pop().unwrap();
         let mut co = Coroutine::new(stack, move |y| {
             h.set(1);
             y.suspend(());

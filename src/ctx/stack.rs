@@ -1,56 +1,86 @@
-//! Guarded coroutine stacks and the pool that reuses them.
+//! Guarded coroutine stacks, mapped in slabs, and the pool that reuses them.
 //!
-//! A stack is one anonymous mapping: a PROT_NONE guard page at the low end and
-//! the usable region above it (stacks grow down). Overflow therefore faults on
-//! the guard page instead of silently writing into a neighbour; the SIGSEGV
-//! handler in `overflow.rs` recognises the address and names the coroutine.
+//! # Layout
 //!
-//! Mapping and unmapping cost ~10 us (DESIGN.md §6) against ~12 ns for reusing
-//! a stack, so finished coroutines give their stack back to a per-worker
-//! `StackPool` and a spawn never maps memory when the pool has one. The pool
-//! keeps a few *hot* stacks as they are (their pages are probably still in the
-//! cache) and returns the pages of the rest to the kernel with
-//! `madvise(MADV_DONTNEED)`, keeping only the address range: an idle pooled
-//! stack costs no RSS. Past `MAX_COLD` idle stacks of one size, stacks are
-//! unmapped.
+//! A stack is a usable region with a guard page below it (stacks grow down),
+//! so running off the end faults instead of silently writing into a
+//! neighbour; the SIGSEGV handler in `overflow.rs` recognises the address
+//! and names the coroutine.
+//!
+//! Stacks are carved out of *slabs*: one anonymous mapping holds several
+//! stacks of one size (about 8 MiB of address space per slab). The guard
+//! pages are installed with `madvise(MADV_GUARD_INSTALL)` (Linux 6.13),
+//! which marks page-table entries instead of splitting the mapping: a slab
+//! of 31 stacks is one VMA, not 62, so 100,000 coroutines stay far below
+//! `vm.max_map_count` (65,530 by default, DESIGN.md §5.6), and no
+//! `mprotect` takes the process-wide mmap lock for writing. On an older
+//! kernel the guard falls back to `mprotect(PROT_NONE)` (two VMAs a stack).
+//!
+//! # Cost, measured
+//!
+//! Mapping a stack costs microseconds and, in a multi-threaded process, TLB
+//! shoot-down interrupts to every CPU running one of its threads (seen in
+//! `perf`: `smp_call_function_many_cond` under mprotect/madvise/munmap was
+//! half the time of 10,000 spawns on 2 workers). Reusing one costs nothing.
+//! So finished coroutines give their stack back to a per-worker
+//! `StackPool`, a spawn never maps when the pool has one, and slabs are
+//! never unmapped: address space is cheap, pages are what cost.
+//!
+//! # Returning memory
+//!
+//! A pooled stack keeps the pages its coroutine touched. The pool keeps the
+//! `HOT` most recently used stacks as they are; the others are *released*
+//! (`madvise(MADV_DONTNEED)`: the range stays mapped and reads back as
+//! zeroes) by `scavenge`, which the worker calls when it is idle, a batch
+//! at a time, so the madvise and its TLB shoot-downs stay off the hot path.
 
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use corosensei::stack::{Stack, StackPointer};
 
-/// Stacks of one size kept without releasing their pages.
+/// Stacks of one size kept as they are (not released).
 pub const HOT: usize = 32;
-/// Stacks of one size kept with their pages released.
-pub const MAX_COLD: usize = 4096;
+/// Address space of one slab.
+const SLAB_BYTES: usize = 8 << 20;
+/// At most this many stacks in one slab.
+const SLAB_MAX: usize = 64;
+/// `MADV_GUARD_INSTALL` (Linux 6.13), not yet in the libc crate.
+const MADV_GUARD_INSTALL: i32 = 102;
 
-/// A mapped stack with a guard page below it.
+static NO_GUARD_MADVISE: AtomicBool = AtomicBool::new(false);
+
+/// A stack with a guard page below it, part of a slab that is never unmapped.
 pub struct GuardedStack {
-    /// Lowest address of the mapping (the guard page starts here).
-    map: usize,
-    /// Length of the whole mapping, guard included.
-    map_len: usize,
+    /// Lowest address (the guard page starts here).
+    low: usize,
+    /// Guard + usable bytes.
+    len: usize,
     guard: usize,
+    /// Pages may be resident (false right after release or mapping).
+    dirty: bool,
 }
 
 // SAFETY: the stack is plain memory owned by this value; moving the owner
-// between threads (a never-run coroutine is stolen) moves the whole mapping.
+// between threads (a never-run coroutine is stolen) moves the whole region.
 unsafe impl Send for GuardedStack {}
 
 impl GuardedStack {
-    /// Maps a stack of at least `size` usable bytes plus one guard page.
-    pub fn new(size: usize) -> std::io::Result<GuardedStack> {
+    /// Maps a slab of stacks of `size` usable bytes (page-rounded) and
+    /// returns them all.
+    pub fn map_slab(size: usize) -> std::io::Result<Vec<GuardedStack>> {
         let page = crate::sys::page_size();
-        let usable = size
-            .max(corosensei::stack::MIN_STACK_SIZE)
-            .next_multiple_of(page);
-        let map_len = usable + page;
+        let usable = round_size(size);
+        let each = usable + page;
+        let count = (SLAB_BYTES / each).clamp(1, SLAB_MAX);
+        let total = each * count;
         // SAFETY: an anonymous private mapping at a kernel-chosen address.
         // MAP_NORESERVE: untouched pages cost no commit charge, so large
         // thread stacks (8 MiB) are as cheap as small ones until used.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                map_len,
+                total,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
                 -1,
@@ -60,59 +90,74 @@ impl GuardedStack {
         if p == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: the first page lies inside the mapping just created.
-        if unsafe { libc::mprotect(p, page, libc::PROT_NONE) } != 0 {
-            let e = std::io::Error::last_os_error();
-            // SAFETY: unmapping exactly what was mapped above.
-            unsafe { libc::munmap(p, map_len) };
-            return Err(e);
+        let base = p as usize;
+        let mut out = Vec::with_capacity(count);
+        for i in 0..count {
+            let low = base + i * each;
+            if let Err(e) = install_guard(low, page) {
+                // SAFETY: unmapping exactly the slab mapped above, none of
+                // whose stacks has been handed out.
+                unsafe { libc::munmap(p, total) };
+                return Err(e);
+            }
+            out.push(GuardedStack {
+                low,
+                len: each,
+                guard: page,
+                dirty: false,
+            });
         }
-        Ok(GuardedStack {
-            map: p as usize,
-            map_len,
-            guard: page,
-        })
+        Ok(out)
     }
 
     /// Usable bytes (guard excluded).
     pub fn usable_size(&self) -> usize {
-        self.map_len - self.guard
+        self.len - self.guard
     }
 
     /// The guard page's address range.
     pub fn guard_range(&self) -> (usize, usize) {
-        (self.map, self.map + self.guard)
+        (self.low, self.low + self.guard)
     }
 
     /// Highest address (exclusive): where the stack starts growing down.
     pub fn top(&self) -> usize {
-        self.map + self.map_len
+        self.low + self.len
     }
 
     /// Gives the usable pages back to the kernel; the range stays mapped and
-    /// reads back as zeroes.
-    pub fn release_pages(&self) {
+    /// reads back as zeroes. The guard stays (DONTNEED keeps guard markers).
+    pub fn release_pages(&mut self) {
         // SAFETY: the range is inside our private anonymous mapping and no
-        // coroutine runs on it (the pool only holds idle stacks).
+        // coroutine runs on it (only idle stacks are released).
         unsafe {
             libc::madvise(
-                (self.map + self.guard) as *mut libc::c_void,
+                (self.low + self.guard) as *mut libc::c_void,
                 self.usable_size(),
                 libc::MADV_DONTNEED,
             )
         };
+        self.dirty = false;
     }
 }
 
-impl Drop for GuardedStack {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly the mapping this value owns.
-        unsafe { libc::munmap(self.map as *mut libc::c_void, self.map_len) };
+fn install_guard(low: usize, page: usize) -> std::io::Result<()> {
+    if !NO_GUARD_MADVISE.load(Ordering::Relaxed) {
+        // SAFETY: the page lies inside a mapping this module just created.
+        if unsafe { libc::madvise(low as *mut libc::c_void, page, MADV_GUARD_INSTALL) } == 0 {
+            return Ok(());
+        }
+        NO_GUARD_MADVISE.store(true, Ordering::Relaxed);
     }
+    // SAFETY: as above.
+    if unsafe { libc::mprotect(low as *mut libc::c_void, page, libc::PROT_NONE) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
-// SAFETY: base() and limit() bound a mapping owned by this value whose lowest
-// page is a PROT_NONE guard page; both are page aligned, hence aligned to
+// SAFETY: base() and limit() bound a region owned by this value whose lowest
+// page is a guard page; both are page aligned, hence aligned to
 // STACK_ALIGNMENT, and the usable part is at least MIN_STACK_SIZE.
 unsafe impl Stack for GuardedStack {
     fn base(&self) -> StackPointer {
@@ -120,28 +165,38 @@ unsafe impl Stack for GuardedStack {
     }
 
     fn limit(&self) -> StackPointer {
-        NonZeroUsize::new(self.map).expect("mapping is not at address 0")
+        NonZeroUsize::new(self.low).expect("mapping is not at address 0")
     }
 }
 
-/// Idle stacks of one usable size.
+impl Default for StackPool {
+    fn default() -> Self {
+        StackPool::new()
+    }
+}
+
+/// Idle stacks of one usable size: a LIFO (the top is the most recently
+/// used, hence most likely cached); entries below `clean_below` are known
+/// released.
 struct SizeClass {
     size: usize,
-    hot: Vec<GuardedStack>,
-    cold: Vec<GuardedStack>,
+    idle: Vec<GuardedStack>,
+    clean_below: usize,
 }
 
 /// A per-worker pool of idle stacks, by size.
-#[derive(Default)]
 pub struct StackPool {
     classes: Vec<SizeClass>,
-    /// Stacks mapped by this pool over its life (for tests and stats).
-    pub mapped: u64,
+    /// Slabs mapped by this pool over its life (for tests and stats).
+    pub slabs: u64,
 }
 
 impl StackPool {
-    pub fn new() -> StackPool {
-        StackPool::default()
+    pub const fn new() -> StackPool {
+        StackPool {
+            classes: Vec::new(),
+            slabs: 0,
+        }
     }
 
     fn class(&mut self, size: usize) -> &mut SizeClass {
@@ -150,8 +205,8 @@ impl StackPool {
             None => {
                 self.classes.push(SizeClass {
                     size,
-                    hot: Vec::new(),
-                    cold: Vec::new(),
+                    idle: Vec::new(),
+                    clean_below: 0,
                 });
                 self.classes.len() - 1
             }
@@ -159,37 +214,68 @@ impl StackPool {
         &mut self.classes[i]
     }
 
-    /// A stack with exactly `size` usable bytes (page-rounded), reused when
-    /// one is idle, mapped otherwise.
+    /// A stack with `size` usable bytes (page-rounded): the most recently
+    /// used idle one, or one from a new slab.
     pub fn get(&mut self, size: usize) -> std::io::Result<GuardedStack> {
         let size = round_size(size);
         let c = self.class(size);
-        if let Some(s) = c.hot.pop().or_else(|| c.cold.pop()) {
+        if let Some(mut s) = c.idle.pop() {
+            c.clean_below = c.clean_below.min(c.idle.len());
+            s.dirty = true;
             return Ok(s);
         }
-        self.mapped += 1;
-        GuardedStack::new(size)
+        let mut slab = GuardedStack::map_slab(size)?;
+        self.slabs += 1;
+        let mut s = slab.pop().expect("a slab holds at least one stack");
+        let c = self.class(size);
+        // Only reached with no idle stack of this size: the fresh (clean)
+        // ones become the whole list.
+        debug_assert!(c.idle.is_empty());
+        c.idle = std::mem::take(&mut slab);
+        c.clean_below = c.idle.len();
+        s.dirty = true;
+        Ok(s)
     }
 
     /// Takes back the stack of a finished coroutine.
     pub fn put(&mut self, stack: GuardedStack) {
         let c = self.class(stack.usable_size());
-        if c.hot.len() < HOT {
-            c.hot.push(stack);
-        } else if c.cold.len() < MAX_COLD {
-            stack.release_pages();
-            c.cold.push(stack);
-        }
-        // else: dropped, which unmaps it.
+        c.idle.push(stack);
     }
 
-    /// Idle stacks held for `size`: (hot, cold).
-    pub fn idle(&self, size: usize) -> (usize, usize) {
+    /// Whether `scavenge` may have work (idle stacks beyond the hot ones
+    /// not yet known to be released).
+    pub fn needs_scavenge(&self) -> bool {
+        self.classes
+            .iter()
+            .any(|c| c.idle.len().saturating_sub(HOT) > c.clean_below)
+    }
+
+    /// Releases the pages of up to `max` idle stacks beyond the `HOT` most
+    /// recent of each size, oldest first. Returns how many were released.
+    pub fn scavenge(&mut self, max: usize) -> usize {
+        let mut n = 0;
+        for c in &mut self.classes {
+            let keep_from = c.idle.len().saturating_sub(HOT);
+            while c.clean_below < keep_from && n < max {
+                let s = &mut c.idle[c.clean_below];
+                if s.dirty {
+                    s.release_pages();
+                    n += 1;
+                }
+                c.clean_below += 1;
+            }
+        }
+        n
+    }
+
+    /// Idle stacks held for `size`.
+    pub fn idle(&self, size: usize) -> usize {
         let size = round_size(size);
         self.classes
             .iter()
             .find(|c| c.size == size)
-            .map_or((0, 0), |c| (c.hot.len(), c.cold.len()))
+            .map_or(0, |c| c.idle.len())
     }
 }
 
@@ -205,15 +291,19 @@ mod tests {
 
     #[test]
     fn stack_has_guard_and_size() {
-        let s = GuardedStack::new(64 * 1024).unwrap();
+        let mut slab = GuardedStack::map_slab(64 * 1024).unwrap();
+        assert!(slab.len() > 1, "several stacks share a slab");
+        let s = slab.pop().unwrap();
         assert_eq!(s.usable_size(), 64 * 1024);
         let (lo, hi) = s.guard_range();
         assert_eq!(hi - lo, crate::sys::page_size());
         assert_eq!(s.limit().get(), lo);
         assert_eq!(s.base().get(), s.top());
-        // The usable part is writable.
-        // SAFETY: writing one byte just below the top of our own mapping.
-        unsafe { *((s.top() - 1) as *mut u8) = 7 };
+        // SAFETY: writing the lowest and highest usable bytes of our own stack.
+        unsafe {
+            *((s.top() - 1) as *mut u8) = 7;
+            *(hi as *mut u8) = 7;
+        }
     }
 
     #[test]
@@ -221,36 +311,43 @@ mod tests {
         let mut pool = StackPool::new();
         let a = pool.get(64 * 1024).unwrap();
         let addr = a.top();
+        assert_eq!(pool.slabs, 1);
         pool.put(a);
-        assert_eq!(pool.idle(64 * 1024), (1, 0));
         let b = pool.get(64 * 1024).unwrap();
-        assert_eq!(b.top(), addr, "the idle stack is reused");
-        assert_eq!(pool.mapped, 1);
+        assert_eq!(b.top(), addr, "the most recently used stack comes back");
+        let n = pool.idle(64 * 1024);
+        let more: Vec<_> = (0..n).map(|_| pool.get(64 * 1024).unwrap()).collect();
+        assert_eq!(pool.slabs, 1, "the rest of the slab served {n} more");
         pool.put(b);
+        for s in more {
+            pool.put(s);
+        }
     }
 
     #[test]
-    fn pool_releases_pages_past_hot() {
+    fn scavenge_releases_all_but_hot() {
         let mut pool = StackPool::new();
-        let stacks: Vec<_> = (0..HOT + 3).map(|_| pool.get(16 * 1024).unwrap()).collect();
+        let n = HOT + 40;
+        let stacks: Vec<_> = (0..n).map(|_| pool.get(16 * 1024).unwrap()).collect();
         for s in &stacks {
             // SAFETY: dirtying the top byte of each idle stack we own.
             unsafe { *((s.top() - 1) as *mut u8) = 1 };
         }
+        let tops: Vec<usize> = stacks.iter().map(|s| s.top()).collect();
         for s in stacks {
             pool.put(s);
         }
-        assert_eq!(pool.idle(16 * 1024), (HOT, 3));
-        // Cold stacks come back zeroed: their pages were returned.
-        let mut saw_zero = false;
-        for _ in 0..HOT + 3 {
-            let s = pool.get(16 * 1024).unwrap();
-            // SAFETY: reading the top byte of a stack we own.
-            if unsafe { *((s.top() - 1) as *const u8) } == 0 {
-                saw_zero = true;
-            }
-        }
-        assert!(saw_zero);
+        assert!(pool.needs_scavenge());
+        let released = pool.scavenge(usize::MAX);
+        assert_eq!(released, n - HOT);
+        assert!(!pool.needs_scavenge());
+        // The released ones read back zero, the hot ones keep their byte.
+        let zeroed = tops
+            .iter()
+            // SAFETY: reading the top byte of stacks still mapped by the pool.
+            .filter(|&&t| unsafe { *((t - 1) as *const u8) } == 0)
+            .count();
+        assert_eq!(zeroed, n - HOT);
     }
 
     #[test]

@@ -42,7 +42,7 @@ use std::sync::{Arc, OnceLock};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 
-use crate::ctx::{overflow, Coroutine, GuardedStack, Resumed, StackPool, Yielder};
+use crate::ctx::{overflow, Coroutine, Resumed, StackPool, Yielder};
 use crate::sys::epoll::{Epoll, EventFd};
 
 use super::fdtable;
@@ -56,6 +56,9 @@ const WAKE_KEY: u64 = u64::MAX;
 /// Run this many tasks between netpoller checks when busy.
 const POLL_EVERY: u64 = 61;
 const EVENTS: usize = 256;
+/// Idle stacks released per idle moment, and the pause between batches.
+const SCAVENGE_BATCH: usize = 256;
+const SCAVENGE_PAUSE_NS: u64 = 5_000_000;
 
 pub struct Worker {
     pub index: usize,
@@ -103,6 +106,9 @@ pub struct Runtime {
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// Stacks for spawns from threads that are not workers.
+static SHARED_STACKS: std::sync::Mutex<StackPool> = std::sync::Mutex::new(StackPool::new());
 
 std::thread_local! {
     static WORKER: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
@@ -363,6 +369,15 @@ impl Worker {
                 .borrow()
                 .next_deadline()
                 .map(|d| d.saturating_sub(now));
+            if self.local.stacks.borrow().needs_scavenge() {
+                // Idle: return the pages of idle stacks, a batch at a time,
+                // coming back soon for the next batch.
+                let mut pool = self.local.stacks.borrow_mut();
+                pool.scavenge(SCAVENGE_BATCH);
+                if pool.needs_scavenge() {
+                    timeout = Some(timeout.map_or(SCAVENGE_PAUSE_NS, |t| t.min(SCAVENGE_PAUSE_NS)));
+                }
+            }
             self.sleeping.store(true, Ordering::SeqCst);
             if self.has_shared_work(rt) || timeout == Some(0) {
                 self.sleeping.store(false, Ordering::SeqCst);
@@ -481,7 +496,7 @@ pub fn spawn(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
     let me = current_worker();
     let stack = match me {
         Some(w) => w.local.stacks.borrow_mut().get(stack_size),
-        None => GuardedStack::new(stack_size),
+        None => fdtable::lock(&SHARED_STACKS).get(stack_size),
     };
     match stack {
         // SAFETY: the task is not shared yet.
