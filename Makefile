@@ -13,6 +13,9 @@ CARGO   ?= cargo
 CC      ?= gcc
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
+# -rdynamic: function names reach the dynamic symbol table, so corun's
+# watchdog can name the function a stalled coroutine was started with.
+LDFLAGS += -rdynamic
 LIB     := target/release/libcorun.so
 BIN     := c-tests/bin
 CORUN_SRCS := $(wildcard c-tests/co_*.c)
@@ -37,10 +40,10 @@ $(BIN):
 	mkdir -p $(BIN)
 
 $(BIN)/co_%: c-tests/co_%.c include/corun.h $(LIB) | $(BIN)
-	$(CC) $(CFLAGS) -o $@ $< -Ltarget/release -lcorun -Wl,-rpath,'$$ORIGIN/../../target/release' -pthread
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -Ltarget/release -lcorun -Wl,-rpath,'$$ORIGIN/../../target/release' -pthread
 
 $(BIN)/%: c-tests/%.c | $(BIN)
-	$(CC) $(CFLAGS) -o $@ $< -pthread -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -lm
 
 deps:
 	@scripts/deps.sh

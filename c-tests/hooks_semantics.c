@@ -18,7 +18,12 @@
  * return at once (EAGAIN, EINVAL...) runs with a "rescuer": a helper that,
  * if the call has not returned after RESCUE_MS, writes to the fd's peer (or
  * connects) so that a wrongly parked call ends and shows as a mismatch
- * ("immediate=no") instead of hanging the test.
+ * ("immediate=no") instead of hanging the test. Helpers also carry a
+ * "guard": the fd the program waits on, which the helper closes if the call
+ * still has not returned GUARD_MS after the helper did its part (under
+ * corun, close wakes a parked call with EBADF), so that a wait that can never
+ * end (a lost wake-up) shows as EBADF instead of hanging. Natively, and in a
+ * correct run, neither the rescue nor the guard ever fires.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -42,7 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RESCUE_MS 500
+#define RESCUE_MS 250
+#define GUARD_MS 500
 #define BIG (4u << 20)
 
 /* ---------- output ---------- */
@@ -161,6 +167,7 @@ static uint32_t cksum(uint32_t h, const uint8_t *p, size_t n)
 enum jkind {
     J_WRITE,       /* after delay: write s1; after gap: write s2 (if any) */
     J_CLOSE,       /* after delay: close fd */
+    J_CLOSE_QUEUED,/* when fd has more than `total` bytes queued, + delay: close fd */
     J_RST,         /* after delay: SO_LINGER {1,0} then close fd (TCP RST) */
     J_WRITE_CLOSE, /* after delay: write s1; after gap: close fd */
     J_DRAIN,       /* after delay: read `total` bytes in `chunk` pieces, pausing */
@@ -178,6 +185,7 @@ struct job {
     size_t total, chunk;
     int pause_us;
     int port;
+    int guard; /* fd + 1 to close if the call is stuck; 0: none */
     volatile int done;
     /* results */
     pthread_t t;
@@ -213,6 +221,25 @@ static void wr_all(int fd, const void *p, size_t n)
     }
 }
 
+/* Waits until the program's call returned (done) or ms passed. */
+static void wait_done(struct job *j, int ms)
+{
+    for (int i = 0; i < ms / 5 && !j->done; i++)
+        msleep(5);
+}
+
+/* The call is still stuck GUARD_MS after the helper's part: close its fd. */
+static void guard(struct job *j, int ms)
+{
+    if (!j->guard)
+        return;
+    wait_done(j, ms);
+    if (!j->done) {
+        fprintf(stderr, "hooks_semantics: a call is stuck; the guard closes its fd\n");
+        close(j->guard - 1);
+    }
+}
+
 static void *job_main(void *arg)
 {
     struct job *j = arg;
@@ -221,8 +248,7 @@ static void *job_main(void *arg)
     sigaddset(&s, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &s, NULL);
     if (j->kind == J_RESCUE_WRITE || j->kind == J_RESCUE_CONNECT) {
-        for (int i = 0; i < RESCUE_MS / 5 && !j->done; i++)
-            msleep(5);
+        wait_done(j, RESCUE_MS);
         if (j->done)
             return NULL;
         j->fired = 1;
@@ -230,9 +256,10 @@ static void *job_main(void *arg)
             wr_all(j->fd, "R", 1);
         else
             j->fd2 = tcp_connect_port(j->port);
+        guard(j, RESCUE_MS);
         return NULL;
     }
-    if (j->delay_ms)
+    if (j->delay_ms && j->kind != J_CLOSE_QUEUED)
         msleep(j->delay_ms);
     switch (j->kind) {
     case J_WRITE:
@@ -243,6 +270,16 @@ static void *job_main(void *arg)
         }
         break;
     case J_CLOSE:
+        close(j->fd);
+        break;
+    case J_CLOSE_QUEUED:
+        for (int i = 0; i < 2000; i++) {
+            int q = 0;
+            if (ioctl(j->fd, FIONREAD, &q) < 0 || (size_t)q > j->total)
+                break;
+            msleep(1);
+        }
+        msleep(30); /* the writer is blocked by now */
         close(j->fd);
         break;
     case J_RST: {
@@ -283,6 +320,7 @@ static void *job_main(void *arg)
     default:
         break;
     }
+    guard(j, GUARD_MS);
     return NULL;
 }
 
@@ -301,11 +339,17 @@ static void job_join(struct job *j)
     pthread_join(j->t, NULL);
 }
 
-static struct job rescue_write(int fd)
+#define G(fd) ((fd) + 1)
+
+/* Starts in *j (which must outlive job_join) a rescuer that writes to `peer`
+ * and then closes `stuck` if the program's call on `stuck` does not return. */
+static void rescue_write(struct job *j, int peer, int stuck)
 {
-    struct job j = { .kind = J_RESCUE_WRITE, .fd = fd };
-    job_start(&j);
-    return j;
+    memset(j, 0, sizeof *j);
+    j->kind = J_RESCUE_WRITE;
+    j->fd = peer;
+    j->guard = G(stuck);
+    job_start(j);
 }
 
 /* ---------- fd helpers ---------- */
@@ -401,7 +445,8 @@ static void sc_park_read(enum rop op, int use_pipe)
     char buf[64] = { 0 }, name[40];
     snprintf(name, sizeof name, "%s_%s_park", use_pipe ? "pipe" : "sock", rop_name[op]);
     const char *f0 = FL(sv[0]);
-    struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello" };
+    struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello",
+                     .guard = G(sv[0]) };
     int64_t t0 = now_ns();
     job_start(&j);
     long r = do_rop(op, sv[0], buf, sizeof buf);
@@ -450,7 +495,7 @@ static void sc_eof(enum rop op, int use_pipe, int park)
     char buf[16], name[40];
     snprintf(name, sizeof name, "%s_%s_eof%s", use_pipe ? "pipe" : "sock", rop_name[op],
              park ? "_park" : "");
-    struct job j = { .kind = J_CLOSE, .fd = sv[1], .delay_ms = 30 };
+    struct job j = { .kind = J_CLOSE, .fd = sv[1], .delay_ms = 30, .guard = G(sv[0]) };
     int64_t t0 = now_ns();
     if (park)
         job_start(&j);
@@ -487,7 +532,7 @@ static void sc_waitall(void)
     spair(sv);
     char buf[16] = { 0 };
     struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 10, .s1 = "abcd", .s2 = "efgh",
-                     .gap_ms = 20 };
+                     .gap_ms = 20, .guard = G(sv[0]) };
     int64_t t0 = now_ns();
     job_start(&j);
     long r = recv(sv[0], buf, 8, MSG_WAITALL);
@@ -500,7 +545,7 @@ static void sc_waitall(void)
     /* EOF before the full amount: what arrived. */
     memset(buf, 0, sizeof buf);
     struct job j2 = { .kind = J_WRITE_CLOSE, .fd = sv[1], .delay_ms = 10, .s1 = "abc",
-                      .gap_ms = 20 };
+                      .gap_ms = 20, .guard = G(sv[0]) };
     job_start(&j2);
     r = recv(sv[0], buf, 8, MSG_WAITALL);
     e = errno;
@@ -512,7 +557,8 @@ static void sc_waitall(void)
     spair(sv);
     set_nb(sv[0], 1);
     wr_all(sv[1], "xyz", 3);
-    struct job rs = rescue_write(sv[1]);
+    struct job rs;
+    rescue_write(&rs, sv[1], sv[0]);
     t0 = now_ns();
     r = recv(sv[0], buf, 8, MSG_WAITALL);
     e = errno;
@@ -554,7 +600,7 @@ static void sc_tcp_reset(void)
     /* The RST arrives while the read waits. */
     tcp_pair(&c, &s);
     wr_all(s, "unread", 6);
-    struct job j = { .kind = J_RST, .fd = c, .delay_ms = 30 };
+    struct job j = { .kind = J_RST, .fd = c, .delay_ms = 30, .guard = G(s) };
     int64_t t0 = now_ns();
     job_start(&j);
     r = recv(s, buf, sizeof buf, 0);
@@ -637,7 +683,8 @@ static void sc_epipe_partial(void)
             wr_all(w, "unread", 6); /* makes rd's close a RST */
         }
         sigpipe_counting();
-        struct job j = { .kind = J_CLOSE, .fd = rd, .delay_ms = 30 };
+        struct job j = { .kind = J_CLOSE_QUEUED, .fd = rd, .total = k == 2 ? 6 : 0,
+                         .guard = G(w) };
         job_start(&j);
         size_t n = k == 2 ? 2 * BIG : BIG;
         uint8_t *b = k == 2 ? malloc(n) : bigbuf;
@@ -741,7 +788,8 @@ static void fill_until_fail(const char *name, int fd, int flags)
 static void expect_now(const char *name, enum rop op, int fd, int peer)
 {
     char buf[16];
-    struct job rs = rescue_write(peer);
+    struct job rs;
+    rescue_write(&rs, peer, fd);
     const char *f0 = FL(fd);
     int64_t t0 = now_ns();
     long r = do_rop(op, fd, buf, sizeof buf);
@@ -769,7 +817,8 @@ static void sc_user_nonblock(void)
     spair(sv);
     set_nb(sv[0], 1);
     set_nb(sv[0], 0);
-    struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello" };
+    struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello",
+                     .guard = G(sv[0]) };
     int64_t t0 = now_ns();
     job_start(&j);
     r = read(sv[0], buf, sizeof buf);
@@ -788,7 +837,8 @@ static void sc_user_nonblock(void)
     expect_now("fionbio_recv", OP_RECV, sv[0], sv[1]);
     on = 0;
     MUST(ioctl(sv[0], FIONBIO, &on));
-    struct job j2 = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello" };
+    struct job j2 = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello",
+                      .guard = G(sv[0]) };
     t0 = now_ns();
     job_start(&j2);
     r = read(sv[0], buf, sizeof buf);
@@ -818,7 +868,8 @@ static void sc_user_nonblock(void)
     /* MSG_DONTWAIT on a blocking socket. */
     spair(sv);
     {
-        struct job rs = rescue_write(sv[1]);
+        struct job rs;
+    rescue_write(&rs, sv[1], sv[0]);
         t0 = now_ns();
         r = recv(sv[0], buf, sizeof buf, MSG_DONTWAIT);
         e = errno;
@@ -837,7 +888,7 @@ static void sc_tcp_nonblock(void)
     int port;
     /* socket(SOCK_NONBLOCK) listener: accept gives EAGAIN. */
     int l = listener(SOCK_NONBLOCK, &port);
-    struct job rs = { .kind = J_RESCUE_CONNECT, .port = port };
+    struct job rs = { .kind = J_RESCUE_CONNECT, .port = port, .guard = G(l) };
     job_start(&rs);
     const char *f0 = FL(l);
     int64_t t0 = now_ns();
@@ -872,7 +923,7 @@ static void sc_tcp_nonblock(void)
     /* fcntl(O_NONBLOCK) on a blocking listener. */
     l = listener(0, &port);
     set_nb(l, 1);
-    struct job rs2 = { .kind = J_RESCUE_CONNECT, .port = port };
+    struct job rs2 = { .kind = J_RESCUE_CONNECT, .port = port, .guard = G(l) };
     job_start(&rs2);
     t0 = now_ns();
     r = accept(l, NULL, NULL);
@@ -914,7 +965,7 @@ static void sc_accept_connect(void)
     int port;
     int l = listener(0, &port);
     /* accept waits for a helper that connects after 30 ms. */
-    struct job j = { .kind = J_CONNECT, .port = port, .delay_ms = 30 };
+    struct job j = { .kind = J_CONNECT, .port = port, .delay_ms = 30, .guard = G(l) };
     const char *f0 = FL(l);
     int64_t t0 = now_ns();
     job_start(&j);
@@ -937,7 +988,7 @@ static void sc_accept_connect(void)
         close(j.fd2);
 
     /* accept4 with flags 0 and SOCK_CLOEXEC, waiting too. */
-    struct job j2 = { .kind = J_CONNECT, .port = port, .delay_ms = 30 };
+    struct job j2 = { .kind = J_CONNECT, .port = port, .delay_ms = 30, .guard = G(l) };
     t0 = now_ns();
     job_start(&j2);
     r = accept4(l, NULL, NULL, SOCK_CLOEXEC);
@@ -1032,7 +1083,8 @@ static void sc_dup(void)
     const char *names[2] = { "dup_cleared_orig_read", "dup_cleared_dup_read" };
     int fds[2] = { sv[0], d };
     for (int k = 0; k < 2; k++) {
-        struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello" };
+        struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello",
+                         .guard = G(fds[k]) };
         int64_t t0 = now_ns();
         job_start(&j);
         long r = read(fds[k], buf, sizeof buf);
@@ -1065,7 +1117,8 @@ static void sc_dup(void)
     on = 0;
     MUST(ioctl(d, FIONBIO, &on));
     {
-        struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello" };
+        struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello",
+                         .guard = G(sv[0]) };
         int64_t t0 = now_ns();
         job_start(&j);
         long r = read(sv[0], buf, sizeof buf);
@@ -1107,7 +1160,8 @@ static void sc_dup(void)
     set_nb(spare[0], 1);
     MUST(dup2(sv[0], spare[0]));
     {
-        struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello" };
+        struct job j = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello",
+                         .guard = G(spare[0]) };
         int64_t t0 = now_ns();
         job_start(&j);
         r = read(spare[0], buf, sizeof buf);
@@ -1139,7 +1193,8 @@ static void sc_reuse(void)
     fclose(f);
     MUST(pipe(p));
     fprintf(stderr, "reuse_new_blocking: fd reused: %s\n", p[0] == old || p[1] == old ? "yes" : "no");
-    struct job j = { .kind = J_WRITE, .fd = p[1], .delay_ms = 30, .s1 = "hello" };
+    struct job j = { .kind = J_WRITE, .fd = p[1], .delay_ms = 30, .s1 = "hello",
+                     .guard = G(p[0]) };
     int64_t t0 = now_ns();
     job_start(&j);
     long r = read(p[0], buf, sizeof buf);
@@ -1155,7 +1210,8 @@ static void sc_reuse(void)
     spair(sv);
     set_nb(sv[0], 0);
     {
-        struct job j2 = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello" };
+        struct job j2 = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello",
+                          .guard = G(sv[0]) };
         job_start(&j2);
         r = read(sv[0], buf, sizeof buf);
         e = errno;
@@ -1170,6 +1226,39 @@ static void sc_reuse(void)
     MUST(pipe2(p, O_NONBLOCK));
     fprintf(stderr, "reuse_new_nb: fd reused: %s\n", p[0] == old || p[1] == old ? "yes" : "no");
     expect_now("reuse_new_nb_read", OP_READ, p[0], p[1]);
+    close(p[0]);
+    close(p[1]);
+    close(sv[1]);
+
+    /* old: blocking socket that was waited on; new: blocking pipe */
+    spair(sv);
+    {
+        struct job j2 = { .kind = J_WRITE, .fd = sv[1], .delay_ms = 30, .s1 = "hello",
+                          .guard = G(sv[0]) };
+        job_start(&j2);
+        r = read(sv[0], buf, sizeof buf);
+        e = errno;
+        job_join(&j2);
+        out("reuse_old_waited_read", "%s", RES(r, e));
+    }
+    old = sv[0];
+    f = fdopen(sv[0], "r+");
+    if (!f)
+        die("fdopen");
+    fclose(f);
+    MUST(pipe(p));
+    fprintf(stderr, "reuse_new_after_wait: fd reused: %s\n", p[0] == old || p[1] == old ? "yes" : "no");
+    {
+        struct job j3 = { .kind = J_WRITE, .fd = p[1], .delay_ms = 30, .s1 = "hello",
+                          .guard = G(p[0]) };
+        int64_t t0 = now_ns();
+        job_start(&j3);
+        r = read(p[0], buf, sizeof buf);
+        e = errno;
+        double dt = since_ms(t0);
+        job_join(&j3);
+        out("reuse_new_after_wait_read", "%s waited=%s fl=%s", RES(r, e), YN(dt >= 25), FL(p[0]));
+    }
     close(p[0]);
     close(p[1]);
     close(sv[1]);
@@ -1216,9 +1305,13 @@ static void sc_badfd(void)
     BAD("readv_cnt_neg", readv(p[0], &iov, neg));
     BAD("write_len0", write(p[1], buf, 0));
     BAD("read_len0_pipe_data", (wr_all(p[1], "y", 1), read(p[0], buf, 0)));
-    /* accept on a pipe: ENOTSOCK at once */
+    close(p[0]);
+    close(p[1]);
+    /* accept on an empty pipe: ENOTSOCK at once */
+    MUST(pipe(p));
     {
-        struct job rs = rescue_write(p[1]);
+        struct job rs;
+    rescue_write(&rs, p[1], p[0]);
         int64_t t0 = now_ns();
         r = accept(p[0], NULL, NULL);
         e = errno;
@@ -1231,7 +1324,8 @@ static void sc_badfd(void)
     /* accept on a connected socketpair end: EINVAL at once */
     spair(sv);
     {
-        struct job rs = rescue_write(sv[1]);
+        struct job rs;
+    rescue_write(&rs, sv[1], sv[0]);
         int64_t t0 = now_ns();
         r = accept(sv[0], NULL, NULL);
         e = errno;
@@ -1311,7 +1405,7 @@ static void sc_signal_restart(void)
     spair(sv);
     char buf[16];
     struct job j = { .kind = J_SIGNAL_WRITE, .fd = sv[1], .delay_ms = 15, .gap_ms = 20,
-                     .s1 = "hello" };
+                     .s1 = "hello", .guard = G(sv[0]) };
     job_start(&j);
     long r = read(sv[0], buf, sizeof buf);
     int e = errno;
@@ -1320,6 +1414,44 @@ static void sc_signal_restart(void)
     close(sv[0]);
     close(sv[1]);
     sigaction(SIGUSR1, &old, NULL);
+}
+
+/* SO_RCVTIMEO / SO_SNDTIMEO: the wait ends at the deadline, as the kernel's. */
+static void sc_timeouts(void)
+{
+    int sv[2];
+    char buf[16];
+    spair(sv);
+    struct timeval tv = { 0, 50000 };
+    MUST(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+    MUST(setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv));
+    enum rop ops[3] = { OP_READ, OP_RECV, OP_READV };
+    for (int k = 0; k < 3; k++) {
+        char name[40];
+        snprintf(name, sizeof name, "sock_%s_rcvtimeo", rop_name[ops[k]]);
+        struct job rs;
+        rescue_write(&rs, sv[1], sv[0]);
+        int64_t t0 = now_ns();
+        long r = do_rop(ops[k], sv[0], buf, sizeof buf);
+        int e = errno;
+        double dt = since_ms(t0);
+        job_join(&rs);
+        out(name, "%s waited>=45ms=%s timely=%s fl=%s", RES(r, e), YN(dt >= 45),
+            YN(dt < RESCUE_MS / 2), FL(sv[0]));
+    }
+    /* a 4 MiB write nobody reads: what fits, then the timeout */
+    struct job g = { .kind = J_CLOSE, .fd = -1, .guard = G(sv[0]) };
+    job_start(&g);
+    int64_t t0 = now_ns();
+    long r = write(sv[0], bigbuf, BIG);
+    int e = errno;
+    double dt = since_ms(t0);
+    job_join(&g);
+    out("sock_write_sndtimeo", "ret=%s errno=%s waited>=45ms=%s fl=%s",
+        r < 0 ? "-1" : r == 0 ? "0" : (size_t)r < BIG ? "partial" : "full", ename(r < 0 ? e : 0),
+        YN(dt >= 45), FL(sv[0]));
+    close(sv[0]);
+    close(sv[1]);
 }
 
 static void run_all(const char *phase)
@@ -1361,6 +1493,7 @@ static void run_all(const char *phase)
     sc_badfd();
     sc_sleep();
     sc_signal_restart();
+    sc_timeouts();
     fflush(stdout);
     fprintf(stderr, "phase %s: %.0f ms\n", phase, since_ms(t0));
 }

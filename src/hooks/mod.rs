@@ -31,7 +31,9 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub mod dns;
 pub mod fdctl;
+pub mod file;
 pub mod rw;
 pub mod sleep;
 pub mod socket;

@@ -99,6 +99,9 @@ fn try_writev(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<i
 /// A read of `iov` that parks instead of blocking; None: make the real call.
 pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize> {
     let e = fdtable::get(fd)?;
+    if fd_kind(fd, e) == fdtable::KIND_FILE {
+        return Some(super::file::read_file(fd, iov, cnt));
+    }
     let deadline = deadline_in(e.rcv_timeo.load(Ordering::Relaxed));
     let mut unsupported = false;
     let io = nonblocking_loop(fd, e, Dir::Read, deadline, || {
@@ -118,7 +121,7 @@ pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize
 }
 
 /// Total length of an iovec array.
-fn iov_len(iov: *const iovec, cnt: c_int) -> usize {
+pub(crate) fn iov_len(iov: *const iovec, cnt: c_int) -> usize {
     if iov.is_null() || cnt <= 0 {
         return 0;
     }
@@ -130,7 +133,7 @@ fn iov_len(iov: *const iovec, cnt: c_int) -> usize {
 }
 
 /// The part of `iov` after its first `skip` bytes.
-fn iov_tail(iov: *const iovec, cnt: c_int, mut skip: usize) -> Vec<iovec> {
+pub(crate) fn iov_tail(iov: *const iovec, cnt: c_int, mut skip: usize) -> Vec<iovec> {
     // SAFETY: as in iov_len.
     let v = unsafe { std::slice::from_raw_parts(iov, cnt as usize) };
     let mut out = Vec::with_capacity(v.len());
@@ -153,6 +156,9 @@ fn iov_tail(iov: *const iovec, cnt: c_int, mut skip: usize) -> Vec<iovec> {
 /// make the real call.
 pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize> {
     let e = fdtable::get(fd)?;
+    if fd_kind(fd, e) == fdtable::KIND_FILE {
+        return Some(super::file::write_file(fd, iov, cnt));
+    }
     let total = iov_len(iov, cnt);
     let deadline = deadline_in(e.snd_timeo.load(Ordering::Relaxed));
     let mut done = 0usize;

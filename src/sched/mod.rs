@@ -7,12 +7,14 @@
 //! Nothing here knows about hooks or libc names: a hook asks to park until
 //! an fd is ready or a deadline passes, and the scheduler wakes it.
 
+pub mod blocking;
 pub mod fdtable;
 pub mod park;
 pub mod run_queue;
 pub mod task;
 pub mod timers;
 pub mod waiter;
+pub mod watchdog;
 pub mod worker;
 
 pub use park::{

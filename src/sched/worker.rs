@@ -56,6 +56,10 @@ const WAKE_KEY: u64 = u64::MAX;
 /// Run this many tasks between netpoller checks when busy.
 const POLL_EVERY: u64 = 61;
 const EVENTS: usize = 256;
+/// Never-run tasks of a worker held by one task this long may be stolen.
+const STEAL_AFTER_NS: u64 = 200_000;
+/// A worker running one task for longer than this is not given new tasks.
+const BUSY_NS: u64 = 2_000_000;
 /// Idle stacks released per idle moment, and the pause between batches.
 const SCAVENGE_BATCH: usize = 256;
 const SCAVENGE_PAUSE_NS: u64 = 5_000_000;
@@ -78,6 +82,8 @@ pub struct Worker {
     pub running_start_addr: AtomicUsize,
     /// Tasks run (a heartbeat for the watchdog and for stats).
     pub switches: AtomicU64,
+    /// The worker's thread runs (workers start on first use).
+    pub started: AtomicBool,
     local: Local,
 }
 
@@ -168,6 +174,7 @@ impl Worker {
             running_since: AtomicU64::new(0),
             running_start_addr: AtomicUsize::new(0),
             switches: AtomicU64::new(0),
+            started: AtomicBool::new(false),
             local: Local {
                 run_queue: RefCell::new(RunQueue::new()),
                 fresh,
@@ -246,11 +253,45 @@ impl Worker {
         steal_one(&self.placed).or_else(|| steal_one(&rt.global))
     }
 
-    /// Takes a never-run task from another worker.
+    /// Takes one never-run task queued on this worker (any thread may).
+    pub(super) fn take_never_run(&self) -> Option<TaskRef> {
+        loop {
+            match self.fresh_stealer.steal() {
+                Steal::Success(t) => {
+                    self.load.fetch_sub(1, Ordering::Relaxed);
+                    return Some(t);
+                }
+                Steal::Retry => continue,
+                Steal::Empty => break,
+            }
+        }
+        let t = steal_one(&self.placed)?;
+        self.load.fetch_sub(1, Ordering::Relaxed);
+        Some(t)
+    }
+
+    /// Queues a never-run task here from another thread.
+    pub(super) fn place_remote(&'static self, t: TaskRef) {
+        self.load.fetch_add(1, Ordering::Relaxed);
+        t.set_home(self.index);
+        self.placed.push(t);
+        self.notify();
+    }
+
+    /// Takes a never-run task from another worker that is busy: one that
+    /// has been running the same task for a while, so its queue waits. An
+    /// idle or switching worker runs its own queue soon enough, and taking
+    /// its tasks would undo placement.
     fn steal_from_others(&self, rt: &Runtime) -> Option<TaskRef> {
         let n = rt.workers.len();
+        let now = crate::sys::now_ns();
         for k in 1..n {
             let v = rt.workers[(self.index + k) % n];
+            let busy = v.running_id.load(Ordering::Relaxed) != 0
+                && now.saturating_sub(v.running_since.load(Ordering::Relaxed)) > STEAL_AFTER_NS;
+            if !busy {
+                continue;
+            }
             let t = loop {
                 match v.fresh_stealer.steal() {
                     Steal::Success(t) => break Some(t),
@@ -503,16 +544,35 @@ pub fn spawn(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
         Ok(s) => unsafe { *t.stack.get() = Some(s) },
         Err(e) => return Err(e.raw_os_error().unwrap_or(libc::EAGAIN)),
     }
-    // Least loaded worker; ties go to the spawner's own.
+    // Least loaded worker; ties go to the spawner's own. A worker held by
+    // one task for longer than BUSY_NS (computing, or blocked where corun
+    // cannot see) counts as full: a new task placed there would wait.
+    let now = if rt.workers.len() > 1 {
+        crate::sys::now_ns()
+    } else {
+        0
+    };
+    let effective = |w: &Worker| {
+        let busy = w.running_id.load(Ordering::Relaxed) != 0
+            && now.saturating_sub(w.running_since.load(Ordering::Relaxed)) > BUSY_NS;
+        w.load.load(Ordering::Relaxed) + if busy { 1 << 20 } else { 0 }
+    };
     let mut target = me;
-    let mut best = me.map_or(usize::MAX, |w| w.load.load(Ordering::Relaxed));
+    let mut best = me.map_or(usize::MAX, effective);
     for w in &rt.workers {
-        let l = w.load.load(Ordering::Relaxed);
+        let l = effective(w);
         if l < best {
             best = l;
             target = Some(w);
         }
     }
+    if let Some(w) = target {
+        if !w.started.load(Ordering::Acquire) && ensure_started(w).is_err() {
+            // No thread for it: keep the task where the spawner is.
+            target = me.or(Some(rt.workers[0]));
+        }
+    }
+    super::watchdog::ensure_started(rt);
     match target {
         Some(w) => {
             w.load.fetch_add(1, Ordering::Relaxed);
@@ -567,11 +627,22 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static Runtime>
     }
     let rt = runtime().expect("just set");
     overflow::install_handler();
+    rt.workers[0].started.store(true, Ordering::Release);
     rt.workers[0].attach();
-    for w in &rt.workers[1..] {
-        start_thread(w)?;
-    }
     Ok(rt)
+}
+
+/// Starts the thread of worker `w` unless it runs already. Workers start
+/// on first use: a program that never has a second coroutine (every `sh`
+/// or `cat` that inherits LD_PRELOAD) never pays for their threads.
+pub fn ensure_started(w: &'static Worker) -> std::io::Result<()> {
+    if w.started
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return Ok(());
+    }
+    start_thread(w).inspect_err(|_| w.started.store(false, Ordering::Release))
 }
 
 fn start_thread(w: &'static Worker) -> std::io::Result<()> {

@@ -1,0 +1,18 @@
+# Calls with no readiness to wait for go to the blocking pool: a coroutine
+# reading a large uncached regular file does not stall an echo on its
+# worker; 1,000 concurrent getaddrinfo calls complete.
+source "$(dirname "$0")/../lib.sh"
+export CORUN_WORKERS=1   # the reader and the echo share the one worker
+f="$TMPD/big.bin"
+dd if=/dev/urandom of="$f" bs=1M count=256 status=none
+sync "$f" 2>/dev/null || sync
+out=$(corun "$BIN/co_multicore" file "$f" 2>/dev/null) || fail "file: $out"
+echo "$out"
+echo "$out" | grep -q "268435456 bytes" || fail "the reader did not read the whole file: $out"
+probe=$(echo "$out" | sed -n 's/.*longest \([0-9.]*\) ms$/\1/p')
+readmax=$(echo "$out" | sed -n 's/.*longest single read \([0-9.]*\) ms.*/\1/p')
+awk -v p="$probe" 'BEGIN { exit !(p < 100) }' || fail "echo stalled ${probe} ms while the file was read (reads took up to ${readmax} ms)"
+awk -v r="$readmax" 'BEGIN { exit !(r >= 5) }' || echo "note: reads were fast (${readmax} ms): the file stayed cached, the check proves little on this run"
+out=$(corun "$BIN/co_multicore" dns 1000 2>/dev/null) || fail "dns: $out"
+echo "$out"
+ok "file reads and name resolution off the worker"

@@ -1,0 +1,215 @@
+//! `getaddrinfo`, `getnameinfo`, `gethostbyname`, `gethostbyname2`,
+//! `gethostbyname_r`, `gethostbyname2_r`, `gethostbyaddr`.
+//!
+//! Name resolution reads files and may wait seconds on a DNS server, inside
+//! libc, with no fd corun could park on. In a coroutine each call runs on
+//! the blocking pool while the coroutine parks (the results are the same
+//! functions' results, computed on a helper thread); outside one they pass
+//! straight through.
+//!
+//! The non-reentrant forms (`gethostbyname`, `gethostbyaddr`) return
+//! libc's static storage, valid until the next such call in the process:
+//! exactly the hazard a threaded program already has when two threads
+//! resolve at once, and no worse under corun.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use libc::{addrinfo, hostent, sockaddr, socklen_t};
+
+use crate::sched::{blocking::run_blocking, in_coroutine};
+use crate::sys::{errno, set_errno};
+
+mod real {
+    use libc::{addrinfo, hostent, size_t, sockaddr, socklen_t};
+    use std::ffi::{c_char, c_int, c_void};
+    crate::sys::real::real_fns! {
+        fn getaddrinfo(node: *const c_char, service: *const c_char, hints: *const addrinfo,
+            res: *mut *mut addrinfo) -> c_int;
+        fn getnameinfo(sa: *const sockaddr, salen: socklen_t, host: *mut c_char, hostlen: socklen_t,
+            serv: *mut c_char, servlen: socklen_t, flags: c_int) -> c_int;
+        fn gethostbyname(name: *const c_char) -> *mut hostent;
+        fn gethostbyname2(name: *const c_char, af: c_int) -> *mut hostent;
+        fn gethostbyaddr(addr: *const c_void, len: socklen_t, ty: c_int) -> *mut hostent;
+        fn gethostbyname_r(name: *const c_char, ret: *mut hostent, buf: *mut c_char, len: size_t,
+            result: *mut *mut hostent, h_errnop: *mut c_int) -> c_int;
+        fn gethostbyname2_r(name: *const c_char, af: c_int, ret: *mut hostent, buf: *mut c_char,
+            len: size_t, result: *mut *mut hostent, h_errnop: *mut c_int) -> c_int;
+    }
+}
+
+/// Pointers that cross to a helper thread while their owner is parked.
+#[derive(Clone, Copy)]
+struct Ptrs([usize; 6]);
+
+/// Runs `call` with `ptrs` on the blocking pool and carries errno (and
+/// h_errno, which libc keeps per thread) back.
+fn offload<R: Send + Copy>(ptrs: Ptrs, call: impl FnOnce(Ptrs) -> R + Send) -> R {
+    if !in_coroutine() {
+        return call(ptrs);
+    }
+    let (r, e, he) = run_blocking(move || {
+        let r = call(ptrs);
+        // SAFETY: __h_errno_location returns this thread's h_errno.
+        (r, errno(), unsafe { *__h_errno_location() })
+    });
+    // SAFETY: as above, for the calling thread.
+    unsafe { *__h_errno_location() = he };
+    set_errno(e);
+    r
+}
+
+extern "C" {
+    fn __h_errno_location() -> *mut c_int;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getaddrinfo(
+    node: *const c_char,
+    service: *const c_char,
+    hints: *const addrinfo,
+    res: *mut *mut addrinfo,
+) -> c_int {
+    let p = Ptrs([
+        node as usize,
+        service as usize,
+        hints as usize,
+        res as usize,
+        0,
+        0,
+    ]);
+    offload(p, |p| {
+        // SAFETY: the caller's getaddrinfo contract; the caller is parked.
+        unsafe {
+            real::getaddrinfo(
+                p.0[0] as *const c_char,
+                p.0[1] as *const c_char,
+                p.0[2] as *const addrinfo,
+                p.0[3] as *mut *mut addrinfo,
+            )
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getnameinfo(
+    sa: *const sockaddr,
+    salen: socklen_t,
+    host: *mut c_char,
+    hostlen: socklen_t,
+    serv: *mut c_char,
+    servlen: socklen_t,
+    flags: c_int,
+) -> c_int {
+    let p = Ptrs([sa as usize, host as usize, serv as usize, 0, 0, 0]);
+    offload(p, |p| {
+        // SAFETY: the caller's getnameinfo contract; the caller is parked.
+        unsafe {
+            real::getnameinfo(
+                p.0[0] as *const sockaddr,
+                salen,
+                p.0[1] as *mut c_char,
+                hostlen,
+                p.0[2] as *mut c_char,
+                servlen,
+                flags,
+            )
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn gethostbyname(name: *const c_char) -> *mut hostent {
+    let p = Ptrs([name as usize, 0, 0, 0, 0, 0]);
+    // SAFETY: the caller's contract; the caller is parked.
+    offload(p, |p| unsafe {
+        real::gethostbyname(p.0[0] as *const c_char) as usize
+    }) as *mut hostent
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn gethostbyname2(name: *const c_char, af: c_int) -> *mut hostent {
+    let p = Ptrs([name as usize, 0, 0, 0, 0, 0]);
+    // SAFETY: the caller's contract; the caller is parked.
+    offload(p, |p| unsafe {
+        real::gethostbyname2(p.0[0] as *const c_char, af) as usize
+    }) as *mut hostent
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn gethostbyaddr(
+    addr: *const c_void,
+    len: socklen_t,
+    ty: c_int,
+) -> *mut hostent {
+    let p = Ptrs([addr as usize, 0, 0, 0, 0, 0]);
+    // SAFETY: the caller's contract; the caller is parked.
+    offload(p, |p| unsafe {
+        real::gethostbyaddr(p.0[0] as *const c_void, len, ty) as usize
+    }) as *mut hostent
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn gethostbyname_r(
+    name: *const c_char,
+    ret: *mut hostent,
+    buf: *mut c_char,
+    len: libc::size_t,
+    result: *mut *mut hostent,
+    h_errnop: *mut c_int,
+) -> c_int {
+    let p = Ptrs([
+        name as usize,
+        ret as usize,
+        buf as usize,
+        result as usize,
+        h_errnop as usize,
+        0,
+    ]);
+    offload(p, |p| {
+        // SAFETY: the caller's contract; the caller is parked.
+        unsafe {
+            real::gethostbyname_r(
+                p.0[0] as *const c_char,
+                p.0[1] as *mut hostent,
+                p.0[2] as *mut c_char,
+                len,
+                p.0[3] as *mut *mut hostent,
+                p.0[4] as *mut c_int,
+            )
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn gethostbyname2_r(
+    name: *const c_char,
+    af: c_int,
+    ret: *mut hostent,
+    buf: *mut c_char,
+    len: libc::size_t,
+    result: *mut *mut hostent,
+    h_errnop: *mut c_int,
+) -> c_int {
+    let p = Ptrs([
+        name as usize,
+        ret as usize,
+        buf as usize,
+        result as usize,
+        h_errnop as usize,
+        0,
+    ]);
+    offload(p, |p| {
+        // SAFETY: the caller's contract; the caller is parked.
+        unsafe {
+            real::gethostbyname2_r(
+                p.0[0] as *const c_char,
+                af,
+                p.0[1] as *mut hostent,
+                p.0[2] as *mut c_char,
+                len,
+                p.0[3] as *mut *mut hostent,
+                p.0[4] as *mut c_int,
+            )
+        }
+    })
+}

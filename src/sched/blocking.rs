@@ -1,0 +1,223 @@
+//! The blocking pool: calls that cannot be made non-blocking run on helper
+//! threads while the coroutine parks (the analogue of Go's syscall hand-off).
+//!
+//! Regular-file I/O that misses the page cache, `open` and `stat` by path,
+//! `fsync`, and name resolution (`getaddrinfo`...) block in the kernel or in
+//! libc with no readiness to wait for. Made on a worker, they would hold every
+//! coroutine of that worker. `run_blocking(f)` queues `f` (FIFO) for a pool
+//! of at most `CORUN_BLOCKING_THREADS` native threads, started on demand with
+//! the real `pthread_create`, and parks the calling coroutine until a helper
+//! has run it. Hooks run on helper threads as passthroughs (no coroutine
+//! there), so `f` makes the real blocking call.
+//!
+//! Never deadlocking when full: a helper can block for ever on something
+//! only another queued job would release (opening a FIFO whose writer's
+//! `open` waits behind it). So the waiting coroutine wakes every `GRACE` and,
+//! if its job has not started and the pool finished nothing meanwhile,
+//! withdraws the job (a compare-and-swap decides between it and a helper) and
+//! makes the call inline on its worker, as it would without corun. Bounded
+//! threads, FIFO, and progress whatever the jobs do.
+//!
+//! `f` may borrow from the caller's stack: the caller does not return before
+//! the job is done or withdrawn before it started.
+
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::fdtable::lock;
+use super::waiter::Waiter;
+use super::{in_coroutine, park, runtime};
+
+const QUEUED: u8 = 0;
+const RUNNING: u8 = 1;
+const DONE: u8 = 2;
+const WITHDRAWN: u8 = 3;
+
+/// How long a queued job waits before checking that the pool progresses.
+const GRACE_NS: u64 = 50_000_000;
+
+type Func = Box<dyn FnOnce() + Send + 'static>;
+
+struct Job {
+    state: AtomicU8,
+    func: UnsafeCell<Option<Func>>,
+    waiter: Mutex<Option<Waiter>>,
+}
+
+// SAFETY: `func` is taken exactly once, by whoever wins the QUEUED ->
+// RUNNING/WITHDRAWN compare-and-swap; everything else is atomic or locked.
+unsafe impl Sync for Job {}
+// SAFETY: as above; the closure itself is Send.
+unsafe impl Send for Job {}
+
+impl Job {
+    /// Takes the function if `to` wins the race for a queued job.
+    fn claim(&self, to: u8) -> Option<Func> {
+        self.state
+            .compare_exchange(QUEUED, to, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
+        // SAFETY: the compare-and-swap above made us the only taker.
+        unsafe { (*self.func.get()).take() }
+    }
+}
+
+struct Pool {
+    queue: Mutex<VecDeque<Arc<Job>>>,
+    ready: Condvar,
+    threads: AtomicUsize,
+    idle: AtomicUsize,
+    completed: AtomicU64,
+}
+
+static POOL: Pool = Pool {
+    queue: Mutex::new(VecDeque::new()),
+    ready: Condvar::new(),
+    threads: AtomicUsize::new(0),
+    idle: AtomicUsize::new(0),
+    completed: AtomicU64::new(0),
+};
+
+fn max_threads() -> usize {
+    runtime().map_or(16, |r| r.config.blocking_threads)
+}
+
+/// Helper threads started so far.
+pub fn threads() -> usize {
+    POOL.threads.load(Ordering::Relaxed)
+}
+
+fn helper_main() {
+    loop {
+        let job = {
+            let mut q = lock(&POOL.queue);
+            loop {
+                if let Some(j) = q.pop_front() {
+                    break j;
+                }
+                POOL.idle.fetch_add(1, Ordering::AcqRel);
+                q = POOL.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                POOL.idle.fetch_sub(1, Ordering::AcqRel);
+            }
+        };
+        if let Some(f) = job.claim(RUNNING) {
+            f();
+            POOL.completed.fetch_add(1, Ordering::Release);
+            let w = {
+                let mut g = lock(&job.waiter);
+                job.state.store(DONE, Ordering::Release);
+                g.take()
+            };
+            if let Some(w) = w {
+                w.wake();
+            }
+        }
+    }
+}
+
+fn start_helper() -> bool {
+    extern "C" fn body(_: *mut libc::c_void) -> *mut libc::c_void {
+        helper_main();
+        std::ptr::null_mut()
+    }
+    let mut tid: libc::pthread_t = 0;
+    // SAFETY: the real pthread_create: helpers are native threads.
+    let r = unsafe {
+        crate::sys::real::pthread_create(&mut tid, std::ptr::null(), body, std::ptr::null_mut())
+    };
+    if r != 0 {
+        return false;
+    }
+    // SAFETY: a joinable thread we never join.
+    unsafe { crate::sys::real::pthread_detach(tid) };
+    true
+}
+
+/// Runs `f` on a helper thread while the calling coroutine parks; outside
+/// a coroutine (or if no helper can start) runs it inline.
+pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
+    if !in_coroutine() {
+        return f();
+    }
+    let mut out: Option<R> = None;
+    let out_ptr = SendPtr(&mut out as *mut Option<R>);
+    let body: Box<dyn FnOnce() + Send + 'a> = Box::new(move || {
+        let p = out_ptr;
+        // SAFETY: `out` outlives the job (see the function's protocol).
+        unsafe { *p.0 = Some(f()) };
+    });
+    // SAFETY: erasing the lifetime is sound because this function does not
+    // return before the closure has run to completion (DONE) or has been
+    // withdrawn unrun, and it is dropped in either case before we return.
+    let body: Func = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + 'a>, Func>(body) };
+    let job = Arc::new(Job {
+        state: AtomicU8::new(QUEUED),
+        func: UnsafeCell::new(Some(body)),
+        waiter: Mutex::new(None),
+    });
+    {
+        let mut q = lock(&POOL.queue);
+        q.push_back(job.clone());
+        let threads = POOL.threads.load(Ordering::Acquire);
+        if POOL.idle.load(Ordering::Acquire) < q.len() && threads < max_threads() {
+            POOL.threads.fetch_add(1, Ordering::AcqRel);
+            if !start_helper() {
+                POOL.threads.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+    POOL.ready.notify_one();
+    if POOL.threads.load(Ordering::Acquire) == 0 {
+        if let Some(f) = job.claim(WITHDRAWN) {
+            f();
+        }
+    }
+    let mut seen_completed = POOL.completed.load(Ordering::Acquire);
+    loop {
+        if job.state.load(Ordering::Acquire) == WITHDRAWN {
+            break;
+        }
+        let queued = job.state.load(Ordering::Acquire) == QUEUED;
+        let deadline = queued.then(|| crate::sys::now_ns() + GRACE_NS);
+        park(
+            |w| {
+                let mut g = lock(&job.waiter);
+                if job.state.load(Ordering::Acquire) == DONE {
+                    return false;
+                }
+                *g = Some(w);
+                true
+            },
+            deadline,
+        );
+        match job.state.load(Ordering::Acquire) {
+            DONE => break,
+            QUEUED => {
+                let done_now = POOL.completed.load(Ordering::Acquire);
+                if done_now == seen_completed {
+                    // The pool made no progress for a whole grace period:
+                    // make the call here rather than risk waiting for ever.
+                    if let Some(f) = job.claim(WITHDRAWN) {
+                        f();
+                        break;
+                    }
+                }
+                seen_completed = done_now;
+            }
+            _ => {}
+        }
+    }
+    out.expect("the blocking job ran")
+}
+
+struct SendPtr<T>(*mut T);
+impl<T> Clone for SendPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SendPtr<T> {}
+// SAFETY: the pointer is only dereferenced by the one thread that runs the
+// job, while the owner waits for it.
+unsafe impl<T> Send for SendPtr<T> {}

@@ -1,0 +1,151 @@
+//! The watchdog: notices a worker that does not come back to its scheduler.
+//!
+//! Cooperative scheduling has one failure mode threads do not: a coroutine
+//! that computes for a long time, or blocks in something corun cannot see
+//! (an unhooked syscall, stdio on a socket, a disk read made inline), holds
+//! its whole worker, and every other coroutine there waits. The worker
+//! publishes which task it runs and since when (`running_id`,
+//! `running_since`, written around each resume); this thread samples them
+//! every quarter of `CORUN_STALL_MS` and, when one task has held a worker
+//! longer than that, prints once per stall:
+//!
+//! ```text
+//! corun: worker 1 stalled for 512 ms in coroutine 7 (started at spin_forever); other coroutines there wait
+//! ```
+//!
+//! It also hands the stalled worker's never-run tasks to the least loaded
+//! other worker (moving a task that has no frames is safe, DESIGN.md 5.2),
+//! so new connections are not stuck behind it. Tasks that have run stay:
+//! they are pinned to their thread for life.
+//!
+//! The thread starts with the first spawned coroutine (a program that never
+//! spawns pays nothing) and never touches worker-local state.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::worker::{Runtime, Worker};
+use crate::sys::{now_ns, raw_stderr};
+
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Starts the watchdog thread once, unless CORUN_STALL_MS=0.
+pub fn ensure_started(rt: &'static Runtime) {
+    if rt.config.stall_ms == 0 || STARTED.load(Ordering::Relaxed) {
+        return;
+    }
+    if STARTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    extern "C" fn body(arg: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: `arg` is the &'static Runtime passed below.
+        let rt: &'static Runtime = unsafe { &*(arg as *const Runtime) };
+        run(rt);
+        std::ptr::null_mut()
+    }
+    let mut tid: libc::pthread_t = 0;
+    // SAFETY: the real pthread_create (a native helper thread); `rt` is static.
+    let r = unsafe {
+        crate::sys::real::pthread_create(
+            &mut tid,
+            std::ptr::null(),
+            body,
+            rt as *const Runtime as *mut libc::c_void,
+        )
+    };
+    if r == 0 {
+        // SAFETY: a joinable thread we never join.
+        unsafe { crate::sys::real::pthread_detach(tid) };
+    }
+}
+
+/// Where the function at `addr` is: its name if the dynamic symbol table
+/// has it, else `object+offset` (for `addr2line -e object offset`).
+fn describe(addr: usize) -> String {
+    // SAFETY: a zeroed Dl_info is a valid out-buffer; dladdr only reads
+    // the loader's tables.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    if unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0 {
+        return format!("{addr:#x}");
+    }
+    let cstr = |p: *const libc::c_char| {
+        // SAFETY: dladdr's strings are NUL-terminated and owned by the loader.
+        (!p.is_null()).then(|| {
+            unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned()
+        })
+    };
+    if let Some(name) = cstr(info.dli_sname) {
+        return name;
+    }
+    let object = cstr(info.dli_fname).unwrap_or_default();
+    format!("{object}+{:#x}", addr - info.dli_fbase as usize)
+}
+
+fn run(rt: &'static Runtime) {
+    let stall_ns = rt.config.stall_ms * 1_000_000;
+    let period = (stall_ns / 4).clamp(5_000_000, 250_000_000);
+    let mut reported: Vec<(u64, u64)> = vec![(0, 0); rt.workers.len()];
+    loop {
+        let ts = crate::sys::ns_timespec(period);
+        // SAFETY: real nanosleep on a valid timespec (a native thread).
+        unsafe { crate::sys::real::nanosleep(&ts, std::ptr::null_mut()) };
+        let now = now_ns();
+        for (i, w) in rt.workers.iter().enumerate() {
+            let id = w.running_id.load(Ordering::Relaxed);
+            let since = w.running_since.load(Ordering::Relaxed);
+            if id == 0 || now.saturating_sub(since) < stall_ns {
+                continue;
+            }
+            if reported[i] != (id, since) {
+                reported[i] = (id, since);
+                report(w, id, now - since);
+            }
+            hand_off(rt, w);
+        }
+    }
+}
+
+fn report(w: &Worker, id: u64, held_ns: u64) {
+    let addr = w.running_start_addr.load(Ordering::Relaxed);
+    let func = if addr == 0 {
+        "main".to_string()
+    } else {
+        describe(addr)
+    };
+    raw_stderr(
+        format!(
+            "corun: worker {} stalled for {} ms in coroutine {} (started at {}); other coroutines there wait\n",
+            w.index,
+            held_ns / 1_000_000,
+            id,
+            func
+        )
+        .as_bytes(),
+    );
+}
+
+/// Moves the never-run tasks of a stalled worker to the others.
+fn hand_off(rt: &'static Runtime, stalled: &'static Worker) {
+    let others: Vec<&'static Worker> = rt
+        .workers
+        .iter()
+        .copied()
+        .filter(|w| w.index != stalled.index)
+        .collect();
+    if others.is_empty() {
+        return;
+    }
+    while let Some(t) = stalled.take_never_run() {
+        let target = others
+            .iter()
+            .min_by_key(|w| w.load.load(Ordering::Relaxed))
+            .expect("not empty");
+        if !target.started.load(Ordering::Acquire) && super::worker::ensure_started(target).is_err()
+        {
+            stalled.place_remote(t);
+            return;
+        }
+        target.place_remote(t);
+    }
+}
