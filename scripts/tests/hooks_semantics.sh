@@ -49,6 +49,7 @@ grep -q 'in coroutine: yes' "$TMPD/native.err" && fail "native run claims a coro
 
 if ! diff -u "$TMPD/native.out" "$TMPD/corun.out" >"$TMPD/diff"; then
     cat "$TMPD/diff"
-    fail "transcripts differ natively vs under corun ($(grep -c '^[-+][^-+]' "$TMPD/diff") lines; '-' native, '+' corun)"
+    names=$(grep '^+[^+]' "$TMPD/diff" | sed 's/^+//' | awk '{print $1}' | sort -u | tr '\n' ' ')
+    fail "transcripts differ natively vs under corun ('-' native, '+' corun, full diff above); scenarios: $names"
 fi
 ok "$n calls x 2 phases (constructor: passthrough, main: coroutine) identical natively and under corun"

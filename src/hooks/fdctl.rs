@@ -89,7 +89,7 @@ fn after_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, r: c_int) {
         return;
     }
     match cmd {
-        libc::F_SETFL => super::set_user_nonblocking(fd, arg as c_int & libc::O_NONBLOCK != 0),
+        libc::F_SETFL => super::changed_user_nonblocking(fd, arg as c_int & libc::O_NONBLOCK != 0),
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => note_dup(fd, r),
         _ => {}
     }
@@ -119,7 +119,7 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
     if r >= 0 && req == libc::FIONBIO && arg != 0 {
         // SAFETY: FIONBIO takes a pointer to int, readable per the contract.
         let on = unsafe { *(arg as *const c_int) } != 0;
-        super::set_user_nonblocking(fd, on);
+        super::changed_user_nonblocking(fd, on);
     }
     r
 }

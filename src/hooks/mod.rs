@@ -39,7 +39,7 @@ pub mod sleep;
 pub mod socket;
 pub mod start;
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::{park_until_ready, FdWait};
@@ -82,34 +82,49 @@ pub(crate) fn fd_kind(fd: i32, e: &FdEntry) -> u8 {
     k
 }
 
+/// O_NONBLOCK belongs to the open file description, which dups share and
+/// which any of them may change. The wish learned for an fd is therefore
+/// only trusted while no `F_SETFL`/`FIONBIO` happened anywhere since: each
+/// such change bumps this epoch, and an entry from an older epoch asks the
+/// kernel again (once).
+static NB_EPOCH: AtomicU32 = AtomicU32::new(1);
+
+fn nb_word(on: bool) -> u32 {
+    let st = if on { fdtable::NB_ON } else { fdtable::NB_OFF };
+    (NB_EPOCH.load(Ordering::Acquire) << 2) | st as u32
+}
+
 /// Whether the program itself made `fd` non-blocking.
 pub(crate) fn user_nonblocking(fd: i32, e: &FdEntry) -> bool {
-    match e.nonblock.load(Ordering::Relaxed) {
-        fdtable::NB_ON => true,
-        fdtable::NB_OFF => false,
-        _ => {
-            // SAFETY: raw F_GETFL, no memory involved.
-            let fl = unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_GETFL) };
-            let on = fl >= 0 && (fl as i32 & libc::O_NONBLOCK) != 0;
-            if fl >= 0 {
-                e.nonblock.store(
-                    if on { fdtable::NB_ON } else { fdtable::NB_OFF },
-                    Ordering::Relaxed,
-                );
-            }
-            on
+    let w = e.nonblock.load(Ordering::Acquire);
+    if w >> 2 == NB_EPOCH.load(Ordering::Acquire) {
+        match (w & 3) as u8 {
+            fdtable::NB_ON => return true,
+            fdtable::NB_OFF => return false,
+            _ => {}
         }
+    }
+    // SAFETY: raw F_GETFL, no memory involved.
+    let fl = unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_GETFL) };
+    let on = fl >= 0 && (fl as i32 & libc::O_NONBLOCK) != 0;
+    if fl >= 0 {
+        e.nonblock.store(nb_word(on), Ordering::Release);
+    }
+    on
+}
+
+/// Records the O_NONBLOCK state of a new fd (socket/accept4/pipe2 flags).
+pub(crate) fn set_user_nonblocking(fd: i32, on: bool) {
+    if let Some(e) = fdtable::get(fd) {
+        e.nonblock.store(nb_word(on), Ordering::Release);
     }
 }
 
-/// Records the program's O_NONBLOCK wish for `fd`.
-pub(crate) fn set_user_nonblocking(fd: i32, on: bool) {
-    if let Some(e) = fdtable::get(fd) {
-        e.nonblock.store(
-            if on { fdtable::NB_ON } else { fdtable::NB_OFF },
-            Ordering::Relaxed,
-        );
-    }
+/// The program changed O_NONBLOCK on `fd`'s description (F_SETFL, FIONBIO):
+/// every cached wish may be stale (dups share the description).
+pub(crate) fn changed_user_nonblocking(fd: i32, on: bool) {
+    NB_EPOCH.fetch_add(1, Ordering::AcqRel);
+    set_user_nonblocking(fd, on);
 }
 
 /// A deadline `timeo_ns` from now (0: none).
@@ -160,15 +175,24 @@ pub(crate) fn nonblocking_loop(
     }
 }
 
-/// `poll(fd, events, 0)` > 0: the fd is ready now.
-pub(crate) fn ready_now(fd: i32, events: i16) -> bool {
+/// `poll(fd, events, 0)`: the fd's revents now.
+pub(crate) fn poll_now(fd: i32, events: i16) -> i16 {
     let mut p = libc::pollfd {
         fd,
         events,
         revents: 0,
     };
     // SAFETY: one valid pollfd; the real poll (the hook would park).
-    unsafe { crate::sys::real::poll(&mut p, 1, 0) > 0 }
+    if unsafe { crate::sys::real::poll(&mut p, 1, 0) } > 0 {
+        p.revents
+    } else {
+        0
+    }
+}
+
+/// The fd is ready now for `events` (or in error).
+pub(crate) fn ready_now(fd: i32, events: i16) -> bool {
+    poll_now(fd, events) != 0
 }
 
 /// Sets errno to EAGAIN and returns -1 (an attempt that found nothing).

@@ -58,7 +58,15 @@ fn try_readv(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<is
 }
 
 /// One non-blocking vectored write attempt, as `try_readv`.
-fn try_writev(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<isize> {
+/// `continuing`: some bytes of this write were sent already; a failure now
+/// must not raise SIGPIPE (the blocking call returns the partial count).
+fn try_writev(
+    fd: c_int,
+    e: &FdEntry,
+    iov: *const iovec,
+    cnt: c_int,
+    continuing: bool,
+) -> Option<isize> {
     loop {
         return match fd_kind(fd, e) {
             fdtable::KIND_SOCKET => {
@@ -68,7 +76,8 @@ fn try_writev(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<i
                 m.msg_iovlen = cnt as usize;
                 // SAFETY: as the caller's writev contract. No MSG_NOSIGNAL:
                 // SIGPIPE is raised exactly as write() would.
-                let r = unsafe { real::sendmsg(fd, &m, libc::MSG_DONTWAIT) };
+                let nosig = if continuing { libc::MSG_NOSIGNAL } else { 0 };
+                let r = unsafe { real::sendmsg(fd, &m, libc::MSG_DONTWAIT | nosig) };
                 if r < 0 && errno() == libc::ENOTSOCK {
                     e.kind.store(fdtable::KIND_UNKNOWN, Ordering::Relaxed);
                     continue;
@@ -94,6 +103,14 @@ fn try_writev(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<i
             _ => None,
         };
     }
+}
+
+/// After a partial write on a socket: has the connection failed? Then the
+/// blocking call returns the partial count and leaves the error pending
+/// for the next call (an attempt now would consume it).
+pub(crate) fn stream_socket_failed(fd: c_int, e: &FdEntry) -> bool {
+    fd_kind(fd, e) == fdtable::KIND_SOCKET
+        && super::poll_now(fd, libc::POLLOUT) & (libc::POLLERR | libc::POLLHUP) != 0
 }
 
 /// A read of `iov` that parks instead of blocking; None: make the real call.
@@ -171,8 +188,13 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
             (tail.as_ptr(), tail.len() as c_int)
         };
         let mut unsupported = false;
+        let mut failed = false;
         let io = nonblocking_loop(fd, e, Dir::Write, deadline, || {
-            match try_writev(fd, e, p, n) {
+            if done > 0 && stream_socket_failed(fd, e) {
+                failed = true;
+                return 0;
+            }
+            match try_writev(fd, e, p, n, done > 0) {
                 Some(r) => r,
                 None => {
                     unsupported = true;
@@ -181,6 +203,7 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
             }
         });
         let r = match io {
+            Io::Done(_) if failed => return Some(done as isize),
             Io::Done(_) if unsupported && done == 0 => return None,
             Io::Done(r) => r,
             Io::Blocking if done == 0 => return None,

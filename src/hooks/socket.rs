@@ -84,20 +84,29 @@ pub(crate) fn send_parking(
     let deadline = deadline_in(e.snd_timeo.load(Ordering::Relaxed));
     let mut sent = 0usize;
     loop {
+        // After a partial send, a failure returns the count, without SIGPIPE,
+        // and a connection that failed meanwhile keeps its error pending.
+        let nosig = if sent > 0 { libc::MSG_NOSIGNAL } else { 0 };
+        let mut failed = false;
         let io = nonblocking_loop(fd, e, Dir::Write, deadline, || {
+            if sent > 0 && super::rw::stream_socket_failed(fd, e) {
+                failed = true;
+                return 0;
+            }
             // SAFETY: the caller's sendto contract, from offset `sent`.
             unsafe {
                 real::sendto(
                     fd,
                     (buf as *const u8).add(sent) as *const c_void,
                     n - sent,
-                    flags | libc::MSG_DONTWAIT,
+                    flags | libc::MSG_DONTWAIT | nosig,
                     addr,
                     alen,
                 )
             }
         });
         let r = match io {
+            Io::Done(_) if failed => return Some(sent as isize),
             Io::Done(r) => r,
             Io::Blocking => return None,
         };
@@ -151,6 +160,23 @@ pub(crate) fn note_new_socket(fd: c_int, nonblock: bool) {
     }
 }
 
+/// SO_ACCEPTCONN: the socket is listening.
+fn is_listening(fd: c_int) -> bool {
+    let mut v: c_int = 0;
+    let mut l = std::mem::size_of::<c_int>() as socklen_t;
+    // SAFETY: valid out-pointers of the right size.
+    let r = unsafe {
+        real::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            &mut v as *mut c_int as *mut c_void,
+            &mut l,
+        )
+    };
+    r == 0 && v != 0
+}
+
 fn accept_parking(
     fd: c_int,
     addr: *mut sockaddr,
@@ -162,9 +188,14 @@ fn accept_parking(
         return None;
     }
     let deadline = deadline_in(e.rcv_timeo.load(Ordering::Relaxed));
+    let mut listening: Option<bool> = None;
     let io = nonblocking_loop(fd, e, Dir::Read, deadline, || {
         if !ready_now(fd, libc::POLLIN) {
-            return eagain();
+            // Only a listening socket is worth waiting on: on anything else
+            // accept fails at once (EINVAL, ENOTSOCK...), and so must we.
+            if *listening.get_or_insert_with(|| is_listening(fd)) {
+                return eagain();
+            }
         }
         // SAFETY: the caller's accept4 contract.
         unsafe { real::accept4(fd, addr, len, flags) as isize }
@@ -247,27 +278,58 @@ fn set_nonblock_raw(fd: c_int, on: bool) -> Option<c_int> {
     Some(fl)
 }
 
+/// One connect attempt with O_NONBLOCK set for the duration of the call.
+fn connect_nonblocking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<(c_int, c_int)> {
+    let old = set_nonblock_raw(fd, true)?;
+    // SAFETY: the caller's connect contract.
+    let r = unsafe { real::connect(fd, addr, len) };
+    let err = errno();
+    if old & libc::O_NONBLOCK == 0 {
+        // SAFETY: restoring the flags read above.
+        unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_SETFL, old) };
+    }
+    Some((r, err))
+}
+
+/// A blocking connect that parks: connect without blocking; while the
+/// kernel says the connection is in progress (EINPROGRESS, then EALREADY)
+/// wait for writability and call connect again. The kernel's answer to
+/// that later call is exactly what a blocking connect returns (0 once
+/// established, the connection's error otherwise), and it leaves the
+/// socket in the state a blocking connect would (connected, or
+/// unconnected after a failure).
 fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c_int> {
     let e = fdtable::get(fd)?;
     if user_nonblocking(fd, e) {
         return None;
     }
     let deadline = deadline_in(e.snd_timeo.load(Ordering::Relaxed));
+    let mut started = false;
     loop {
         let seen = e.snapshot(Dir::Write);
-        let old = set_nonblock_raw(fd, true)?;
-        // SAFETY: the caller's connect contract.
-        let r = unsafe { real::connect(fd, addr, len) };
-        let err = errno();
-        if old & libc::O_NONBLOCK == 0 {
-            // SAFETY: restoring the flags read above.
-            unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_SETFL, old) };
-        }
+        let (r, err) = connect_nonblocking(fd, addr, len)?;
         if r == 0 {
             return Some(0);
         }
         match err {
-            libc::EINPROGRESS => {}
+            libc::EINPROGRESS | libc::EALREADY if started || err == libc::EINPROGRESS => {
+                started = true;
+                match park_until_ready(fd, Dir::Write, seen, deadline) {
+                    FdWait::Ready => continue,
+                    FdWait::Closed => {
+                        set_errno(libc::EBADF);
+                        return Some(-1);
+                    }
+                    FdWait::TimedOut => {
+                        set_errno(libc::EINPROGRESS);
+                        return Some(-1);
+                    }
+                    FdWait::NotPollable(e) => {
+                        set_errno(e);
+                        return Some(-1);
+                    }
+                }
+            }
             libc::EAGAIN => {
                 // AF_UNIX with a full backlog: a blocking connect waits for room.
                 if deadline.is_some_and(|d| now_ns() >= d) {
@@ -275,58 +337,12 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
                     return Some(-1);
                 }
                 crate::sched::sleep_until(now_ns() + 1_000_000);
-                continue;
             }
             _ => {
                 set_errno(err);
                 return Some(-1);
             }
         }
-        let mut seen = seen;
-        loop {
-            match park_until_ready(fd, Dir::Write, seen, deadline) {
-                FdWait::Ready => {}
-                FdWait::Closed => {
-                    set_errno(libc::EBADF);
-                    return Some(-1);
-                }
-                FdWait::TimedOut => {
-                    set_errno(libc::EINPROGRESS);
-                    return Some(-1);
-                }
-                FdWait::NotPollable(e) => {
-                    set_errno(e);
-                    return Some(-1);
-                }
-            }
-            if ready_now(fd, libc::POLLOUT) {
-                break;
-            }
-            seen = e.snapshot(Dir::Write);
-            if ready_now(fd, libc::POLLOUT) {
-                break;
-            }
-        }
-        let mut soerr: c_int = 0;
-        let mut sl = std::mem::size_of::<c_int>() as socklen_t;
-        // SAFETY: valid out-pointers of the right size.
-        let r = unsafe {
-            real::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_ERROR,
-                &mut soerr as *mut c_int as *mut c_void,
-                &mut sl,
-            )
-        };
-        if r < 0 {
-            return Some(-1);
-        }
-        if soerr != 0 {
-            set_errno(soerr);
-            return Some(-1);
-        }
-        return Some(0);
     }
 }
 

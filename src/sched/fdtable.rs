@@ -71,7 +71,9 @@ pub struct FdEntry {
     pub read_seq: AtomicU32,
     pub write_seq: AtomicU32,
     pub kind: AtomicU8,
-    pub nonblock: AtomicU8,
+    /// `epoch << 2 | NB_*`: the program's O_NONBLOCK wish as last learned,
+    /// valid while the global epoch (hooks::NB_EPOCH) is unchanged.
+    pub nonblock: AtomicU32,
     /// SO_RCVTIMEO / SO_SNDTIMEO in ns (0: none).
     pub rcv_timeo: AtomicU64,
     pub snd_timeo: AtomicU64,
@@ -105,7 +107,7 @@ impl FdEntry {
             let mut w = lock(&self.waiters);
             self.gen.fetch_add(1, Ordering::AcqRel);
             self.kind.store(KIND_UNKNOWN, Ordering::Relaxed);
-            self.nonblock.store(NB_UNKNOWN, Ordering::Relaxed);
+            self.nonblock.store(0, Ordering::Relaxed);
             self.rcv_timeo.store(0, Ordering::Relaxed);
             self.snd_timeo.store(0, Ordering::Relaxed);
             w.registered = 0;
@@ -248,12 +250,12 @@ mod tests {
     fn reset_bumps_gen_and_forgets() {
         let e = get(70_001).unwrap();
         e.kind.store(KIND_SOCKET, Ordering::Relaxed);
-        e.nonblock.store(NB_ON, Ordering::Relaxed);
+        e.nonblock.store(NB_ON as u32, Ordering::Relaxed);
         let s = e.snapshot(Dir::Read);
         e.reset();
         assert_ne!(e.gen.load(Ordering::Relaxed), s.gen);
         assert_eq!(e.kind.load(Ordering::Relaxed), KIND_UNKNOWN);
-        assert_eq!(e.nonblock.load(Ordering::Relaxed), NB_UNKNOWN);
+        assert_eq!(e.nonblock.load(Ordering::Relaxed), NB_UNKNOWN as u32);
     }
 
     #[test]

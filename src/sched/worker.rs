@@ -84,6 +84,9 @@ pub struct Worker {
     pub switches: AtomicU64,
     /// The worker's thread runs (workers start on first use).
     pub started: AtomicBool,
+    /// In a forked child, every worker but the forking one: it has no
+    /// thread and never gets one.
+    pub dead: AtomicBool,
     local: Local,
 }
 
@@ -93,7 +96,7 @@ struct Local {
     fresh: Deque<TaskRef>,
     timers: RefCell<Timers<Waiter>>,
     stacks: RefCell<StackPool>,
-    epoll: Epoll,
+    epoll: Cell<Epoll>,
     tick: Cell<u64>,
 }
 
@@ -175,12 +178,13 @@ impl Worker {
             running_start_addr: AtomicUsize::new(0),
             switches: AtomicU64::new(0),
             started: AtomicBool::new(false),
+            dead: AtomicBool::new(false),
             local: Local {
                 run_queue: RefCell::new(RunQueue::new()),
                 fresh,
                 timers: RefCell::new(Timers::new()),
                 stacks: RefCell::new(StackPool::new()),
-                epoll,
+                epoll: Cell::new(epoll),
                 tick: Cell::new(0),
             },
         });
@@ -207,8 +211,8 @@ impl Worker {
     }
 
     /// The epoll instance fds are registered with by tasks of this worker.
-    pub(super) fn epoll(&self) -> &Epoll {
-        &self.local.epoll
+    pub(super) fn epoll(&self) -> Epoll {
+        self.local.epoll.get()
     }
 
     pub(super) fn timers(&self) -> &RefCell<Timers<Waiter>> {
@@ -268,6 +272,45 @@ impl Worker {
         let t = steal_one(&self.placed)?;
         self.load.fetch_sub(1, Ordering::Relaxed);
         Some(t)
+    }
+
+    /// In a forked child, on the forking thread: this worker keeps only the
+    /// task that forked. Its epoll and eventfd are shared with the parent
+    /// (inherited fds), so it gets new ones; every queued task and timer
+    /// belongs to the parent's world and is dropped (leaked, never run: a
+    /// suspended coroutine cannot be unwound), as the other threads of a
+    /// forked process do not exist in the child.
+    pub(super) fn reset_after_fork(&'static self) -> std::io::Result<()> {
+        let epoll = Epoll::new()?;
+        self.wake.renew()?;
+        epoll
+            .register(self.wake.fd(), WAKE_KEY)
+            .map_err(std::io::Error::from_raw_os_error)?;
+        for fd in [epoll.fd(), self.wake.fd()] {
+            if let Some(e) = fdtable::get(fd) {
+                e.runtime.store(true, Ordering::Relaxed);
+            }
+        }
+        // The parent's epoll fd stays open in the child (closing it would
+        // not affect the parent, but it is simply no longer used).
+        self.local.epoll.set(epoll);
+        let drop_all = |t: TaskRef| std::mem::forget(t);
+        while let Some(t) = self.local.run_queue.borrow_mut().pop() {
+            drop_all(t);
+        }
+        while let Some(t) = self.local.fresh.pop() {
+            drop_all(t);
+        }
+        while let Some(t) = steal_one(&self.inbox) {
+            drop_all(t);
+        }
+        while let Some(t) = steal_one(&self.placed) {
+            drop_all(t);
+        }
+        std::mem::forget(self.local.timers.replace(Timers::new()));
+        self.load.store(1, Ordering::Relaxed);
+        self.sleeping.store(false, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Queues a never-run task here from another thread.
@@ -426,7 +469,7 @@ impl Worker {
             }
         }
         let mut evs = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
-        let n = self.local.epoll.wait(&mut evs, timeout);
+        let n = self.local.epoll.get().wait(&mut evs, timeout);
         if block {
             self.sleeping.store(false, Ordering::SeqCst);
         }
@@ -486,6 +529,21 @@ impl Worker {
             self.poll(rt, true);
         }
     }
+}
+
+/// In a forked child: the runtime keeps only the calling worker.
+pub(super) fn reset_after_fork(me: &'static Worker) -> std::io::Result<()> {
+    let rt = runtime().expect("a forking coroutine runs in the runtime");
+    for w in &rt.workers {
+        if w.index != me.index {
+            w.dead.store(true, Ordering::Relaxed);
+            w.started.store(true, Ordering::Relaxed);
+        }
+    }
+    while let Some(t) = steal_one(&rt.global) {
+        std::mem::forget(t);
+    }
+    me.reset_after_fork()
 }
 
 fn steal_one(q: &Injector<TaskRef>) -> Option<TaskRef> {
@@ -559,7 +617,7 @@ pub fn spawn(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
     };
     let mut target = me;
     let mut best = me.map_or(usize::MAX, effective);
-    for w in &rt.workers {
+    for w in rt.workers.iter().filter(|w| !w.dead.load(Ordering::Relaxed)) {
         let l = effective(w);
         if l < best {
             best = l;
@@ -636,6 +694,9 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static Runtime>
 /// on first use: a program that never has a second coroutine (every `sh`
 /// or `cat` that inherits LD_PRELOAD) never pays for their threads.
 pub fn ensure_started(w: &'static Worker) -> std::io::Result<()> {
+    if w.dead.load(Ordering::Relaxed) {
+        return Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
+    }
     if w.started
         .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
         .is_err()

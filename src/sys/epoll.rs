@@ -16,6 +16,7 @@ pub const INTEREST: u32 =
 static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
 
 /// An epoll instance owned by one worker.
+#[derive(Clone, Copy)]
 pub struct Epoll {
     fd: i32,
 }
@@ -118,9 +119,10 @@ impl Epoll {
     }
 }
 
-/// An eventfd a worker sleeps on, written by whoever wakes it.
+/// An eventfd a worker sleeps on, written by whoever wakes it. The fd is
+/// atomic only so a forked child can give itself a new one.
 pub struct EventFd {
-    fd: i32,
+    fd: std::sync::atomic::AtomicI32,
 }
 
 impl EventFd {
@@ -131,25 +133,37 @@ impl EventFd {
             return Err(std::io::Error::last_os_error());
         }
         Ok(EventFd {
-            fd: super::move_fd_high(fd),
+            fd: std::sync::atomic::AtomicI32::new(super::move_fd_high(fd)),
         })
     }
 
     pub fn fd(&self) -> i32 {
-        self.fd
+        self.fd.load(Ordering::Relaxed)
+    }
+
+    /// Replaces the fd by a fresh eventfd (in a forked child: the old one is
+    /// shared with the parent). The old fd is left open for the parent's sake
+    /// only in the parent; here it is closed.
+    pub fn renew(&self) -> std::io::Result<()> {
+        let new = EventFd::new()?;
+        let old = self.fd.swap(new.fd(), Ordering::Relaxed);
+        std::mem::forget(new);
+        // SAFETY: raw close of our own old fd (the hook would refuse it).
+        unsafe { libc::syscall(libc::SYS_close, old) };
+        Ok(())
     }
 
     /// Adds one to the counter, making the fd readable.
     pub fn signal(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 (raw syscall: `write` is hooked).
-        unsafe { libc::syscall(libc::SYS_write, self.fd, &one as *const u64, 8usize) };
+        unsafe { libc::syscall(libc::SYS_write, self.fd(), &one as *const u64, 8usize) };
     }
 
     /// Resets the counter to zero.
     pub fn drain(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64; the fd is non-blocking.
-        unsafe { libc::syscall(libc::SYS_read, self.fd, &mut v as *mut u64, 8usize) };
+        unsafe { libc::syscall(libc::SYS_read, self.fd(), &mut v as *mut u64, 8usize) };
     }
 }
