@@ -33,6 +33,7 @@
 
 pub mod dns;
 pub mod fdctl;
+pub mod process;
 pub mod file;
 pub mod rw;
 pub mod sleep;

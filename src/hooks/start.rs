@@ -20,6 +20,12 @@ use crate::sys::{raw_stderr, real};
 type MainFn = extern "C" fn(c_int, *mut *mut c_char, *mut *mut c_char) -> c_int;
 
 static REAL_MAIN: AtomicUsize = AtomicUsize::new(0);
+static MAIN_TASK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The id of `main`'s coroutine (0 before it exists).
+pub fn main_task_id() -> u64 {
+    MAIN_TASK.load(Ordering::Relaxed)
+}
 
 /// Stack for `main`: a program that ran with an 8 MiB main stack must not
 /// overflow under corun; untouched pages cost only address space.
@@ -75,6 +81,7 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
             unsafe { libc::_exit(2) }
         }
     };
+    MAIN_TASK.store(task.id, Ordering::Relaxed);
     sched::worker::run_until_done(&task);
     let r = sched::fdtable::lock(&task.join).result;
     r as isize as c_int

@@ -83,6 +83,25 @@ fn max_threads() -> usize {
     runtime().map_or(16, |r| r.config.blocking_threads)
 }
 
+/// In a forked child: the helpers do not exist there. Queued jobs belong to
+/// the parent's coroutines and are dropped. If a helper held the queue lock
+/// at the fork, the lock can never be taken again: the pool is then off in
+/// this process and calls run inline.
+pub fn reset_after_fork() {
+    match POOL.queue.try_lock() {
+        Ok(mut q) => {
+            for j in q.drain(..) {
+                std::mem::forget(j);
+            }
+        }
+        Err(_) => BROKEN.store(true, Ordering::Relaxed),
+    }
+    POOL.threads.store(0, Ordering::Relaxed);
+    POOL.idle.store(0, Ordering::Relaxed);
+}
+
+static BROKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Helper threads started so far.
 pub fn threads() -> usize {
     POOL.threads.load(Ordering::Relaxed)
@@ -137,7 +156,7 @@ fn start_helper() -> bool {
 /// Runs `f` on a helper thread while the calling coroutine parks; outside
 /// a coroutine (or if no helper can start) runs it inline.
 pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
-    if !in_coroutine() {
+    if !in_coroutine() || BROKEN.load(Ordering::Relaxed) {
         return f();
     }
     let mut out: Option<R> = None;

@@ -226,6 +226,35 @@ fn alloc_chunk(c: usize) -> *mut FdEntry {
     }
 }
 
+/// In a forked child: every entry is rebuilt from what the hooks learned
+/// (atomics), without the waiter lists and epoll registrations, which
+/// belong to the parent's epoll instances and threads. The old chunks are
+/// abandoned: their mutexes may have been held by threads that do not
+/// exist in the child.
+pub fn rebuild_after_fork() {
+    for c in 0..CHUNKS {
+        let old = TABLE[c].load(Ordering::Acquire);
+        if old.is_null() {
+            continue;
+        }
+        let v: Vec<FdEntry> = (0..CHUNK)
+            .map(|i| {
+                // SAFETY: `old` is a live chunk of CHUNK entries (never freed).
+                let o = unsafe { &*old.add(i) };
+                let n = FdEntry::default();
+                n.copy_from(o);
+                n.gen
+                    .store(o.gen.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+                n.runtime
+                    .store(o.runtime.load(Ordering::Relaxed), Ordering::Relaxed);
+                n
+            })
+            .collect();
+        let p = Box::into_raw(v.into_boxed_slice()) as *mut FdEntry;
+        TABLE[c].store(p, Ordering::Release);
+    }
+}
+
 /// The fd was closed (or is about to be replaced by dup2/dup3).
 pub fn forget(fd: i32) {
     if let Some(e) = peek(fd) {

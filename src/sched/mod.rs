@@ -9,6 +9,7 @@
 
 pub mod blocking;
 pub mod fdtable;
+pub mod fork;
 pub mod park;
 pub mod run_queue;
 pub mod task;

@@ -58,6 +58,12 @@ pub fn ensure_started(rt: &'static Runtime) {
     }
 }
 
+/// In a forked child the watchdog thread does not exist: let the next spawn
+/// start one.
+pub fn reset_after_fork() {
+    STARTED.store(false, Ordering::Relaxed);
+}
+
 /// Where the function at `addr` is: its name if the dynamic symbol table
 /// has it, else `object+offset` (for `addr2line -e object offset`).
 fn describe(addr: usize) -> String {

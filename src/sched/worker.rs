@@ -422,6 +422,7 @@ impl Worker {
     }
 
     fn finish(&self, t: TaskRef, failed: bool) {
+        super::fork::task_ended(t.id);
         // SAFETY: the task no longer runs; only its home worker touches `coro`.
         if let Some(c) = unsafe { (*t.coro.get()).take() } {
             self.local.stacks.borrow_mut().put(c.into_stack());

@@ -1,0 +1,56 @@
+//! What a forked child keeps of the runtime (DESIGN.md 5.5).
+//!
+//! `fork` copies the whole address space but only the calling thread. The
+//! child inherits every fd, including each worker's epoll instance and
+//! eventfd, which it now *shares* with the parent: waiting on them would
+//! steal the parent's readiness events. So, in the child, on the thread that
+//! forked (`after_fork_child`):
+//!
+//! - that thread's worker gets a new epoll instance and eventfd, and drops
+//!   every queued task and timer (they are the parent's coroutines: the
+//!   other threads of a forked process do not exist in the child);
+//! - every other worker is marked dead: never started, never placed on;
+//! - the fd table is rebuilt without waiters or epoll registrations (the
+//!   parent's), keeping what the hooks learned about each fd;
+//! - the blocking pool and the watchdog forget their threads;
+//! - the forking coroutine is the child's only one. If it is not `main`,
+//!   its end is the end of the child's last thread: the child exits with
+//!   status 0, as a process whose only thread returned does.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::worker::current_worker;
+
+/// The task that forked, in a child process (0: not a forked child, or the
+/// forking task was main, whose return ends the process anyway).
+static ANCHOR: AtomicU64 = AtomicU64::new(0);
+
+/// Called in the child right after fork, on the forking thread.
+pub fn after_fork_child(forking_task: u64, is_main: bool) {
+    let w = match current_worker() {
+        Some(w) => w,
+        None => return,
+    };
+    super::fdtable::rebuild_after_fork();
+    if let Err(e) = super::worker::reset_after_fork(w) {
+        crate::sys::raw_stderr(
+            format!("corun: forked child cannot rebuild its scheduler: {e}\n").as_bytes(),
+        );
+        // SAFETY: ending the child; its state would be shared with the parent.
+        unsafe { libc::_exit(127) };
+    }
+    super::blocking::reset_after_fork();
+    super::watchdog::reset_after_fork();
+    if !is_main {
+        ANCHOR.store(forking_task, Ordering::Relaxed);
+    }
+}
+
+/// A task ended: if it was a forked child's only thread, the child ends.
+pub fn task_ended(id: u64) {
+    if id != 0 && ANCHOR.load(Ordering::Relaxed) == id {
+        // SAFETY: exit runs atexit handlers and flushes stdio, as the
+        // return of the last thread of a process does.
+        unsafe { libc::exit(0) };
+    }
+}
