@@ -33,8 +33,8 @@
 
 pub mod dns;
 pub mod fdctl;
-pub mod process;
 pub mod file;
+pub mod process;
 pub mod rw;
 pub mod sleep;
 pub mod socket;

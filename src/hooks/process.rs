@@ -97,7 +97,11 @@ unsafe fn waitpid_real(pid: pid_t, status: *mut libc::c_int, options: libc::c_in
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn waitpid(pid: pid_t, status: *mut libc::c_int, options: libc::c_int) -> pid_t {
+pub unsafe extern "C" fn waitpid(
+    pid: pid_t,
+    status: *mut libc::c_int,
+    options: libc::c_int,
+) -> pid_t {
     if !in_coroutine() || options & libc::WNOHANG != 0 {
         // SAFETY: the caller's waitpid contract.
         return unsafe { waitpid_real(pid, status, options) };

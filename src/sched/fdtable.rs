@@ -232,8 +232,8 @@ fn alloc_chunk(c: usize) -> *mut FdEntry {
 /// abandoned: their mutexes may have been held by threads that do not
 /// exist in the child.
 pub fn rebuild_after_fork() {
-    for c in 0..CHUNKS {
-        let old = TABLE[c].load(Ordering::Acquire);
+    for slot in &TABLE {
+        let old = slot.load(Ordering::Acquire);
         if old.is_null() {
             continue;
         }
@@ -243,15 +243,17 @@ pub fn rebuild_after_fork() {
                 let o = unsafe { &*old.add(i) };
                 let n = FdEntry::default();
                 n.copy_from(o);
-                n.gen
-                    .store(o.gen.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+                n.gen.store(
+                    o.gen.load(Ordering::Relaxed).wrapping_add(1),
+                    Ordering::Relaxed,
+                );
                 n.runtime
                     .store(o.runtime.load(Ordering::Relaxed), Ordering::Relaxed);
                 n
             })
             .collect();
         let p = Box::into_raw(v.into_boxed_slice()) as *mut FdEntry;
-        TABLE[c].store(p, Ordering::Release);
+        slot.store(p, Ordering::Release);
     }
 }
 

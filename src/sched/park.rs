@@ -198,14 +198,17 @@ pub fn sleep_until(deadline: u64) {
     }
 }
 
-/// Lets every other runnable coroutine of this worker run once.
+/// Lets every other runnable coroutine of this worker run once (a no-op
+/// when there is none). A yield is not a park: no token, no wake-up, the
+/// scheduler puts the task at the back of its run queue.
 pub fn yield_now() {
     let task = match current() {
         Some(t) => t,
         None => return,
     };
-    let token = task.begin_park();
-    // Marks the task NOTIFIED: the scheduler requeues it at the back.
-    task.try_unpark(token);
+    if !current_worker().is_some_and(|w| w.has_other_work()) {
+        return;
+    }
+    task.yielding.set(true);
     suspend(task);
 }

@@ -89,6 +89,8 @@ pub struct Task {
     /// Set by a task that must not return normally (pthread_exit): the
     /// scheduler abandons its frames instead of resuming it again.
     pub(super) exiting: Cell<bool>,
+    /// Suspended by a yield: the scheduler requeues it at the back.
+    pub(super) yielding: Cell<bool>,
     pub join: Mutex<JoinState>,
     /// Data owned by the hooks layer (pthread keys, name...): touched only
     /// by the task itself, on its home worker.
@@ -124,6 +126,7 @@ impl Task {
             coro: UnsafeCell::new(None),
             yielder: Cell::new(std::ptr::null()),
             exiting: Cell::new(false),
+            yielding: Cell::new(false),
             join: Mutex::new(JoinState::default()),
             ext: UnsafeCell::new(None),
             start_addr,
@@ -150,6 +153,13 @@ impl Task {
         let w = self.state.load(Ordering::Acquire);
         self.state
             .store((w & !STATE_MASK) | RUNNING, Ordering::Release);
+    }
+
+    /// A yielding task goes back to a run queue.
+    pub(super) fn set_runnable(&self) {
+        let w = self.state.load(Ordering::Acquire);
+        self.state
+            .store((w & !STATE_MASK) | RUNNABLE, Ordering::Release);
     }
 
     pub(super) fn set_done(&self) {

@@ -1,5 +1,8 @@
 //! The watchdog: notices a worker that does not come back to its scheduler.
 //!
+//! A worker is stalled when two samples see the same task running with the
+//! same switch count: it has not been back to its scheduler in between.
+//!
 //! Cooperative scheduling has one failure mode threads do not: a coroutine
 //! that computes for a long time, or blocks in something corun cannot see
 //! (an unhooked syscall, stdio on a socket, a disk read made inline), holds
@@ -91,6 +94,8 @@ fn describe(addr: usize) -> String {
 fn run(rt: &'static Runtime) {
     let stall_ns = rt.config.stall_ms * 1_000_000;
     let period = (stall_ns / 4).clamp(5_000_000, 250_000_000);
+    // Per worker: the (task, switch count) last seen, and since when.
+    let mut seen: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
     let mut reported: Vec<(u64, u64)> = vec![(0, 0); rt.workers.len()];
     loop {
         let ts = crate::sys::ns_timespec(period);
@@ -99,13 +104,20 @@ fn run(rt: &'static Runtime) {
         let now = now_ns();
         for (i, w) in rt.workers.iter().enumerate() {
             let id = w.running_id.load(Ordering::Relaxed);
-            let since = w.running_since.load(Ordering::Relaxed);
-            if id == 0 || now.saturating_sub(since) < stall_ns {
+            let sw = w.switches.load(Ordering::Relaxed);
+            if id == 0 || (seen[i].0, seen[i].1) != (id, sw) {
+                // Moving (or idle): a stall, if any, starts now at the latest.
+                let since = w.running_since.load(Ordering::Relaxed).max(now - period);
+                seen[i] = (id, sw, since.min(now));
                 continue;
             }
-            if reported[i] != (id, since) {
-                reported[i] = (id, since);
-                report(w, id, now - since);
+            let held = now.saturating_sub(seen[i].2);
+            if held < stall_ns {
+                continue;
+            }
+            if reported[i] != (id, sw) {
+                reported[i] = (id, sw);
+                report(w, id, held);
             }
             hand_off(rt, w);
         }

@@ -145,9 +145,8 @@ impl EventFd {
     /// shared with the parent). The old fd is left open for the parent's sake
     /// only in the parent; here it is closed.
     pub fn renew(&self) -> std::io::Result<()> {
-        let new = EventFd::new()?;
-        let old = self.fd.swap(new.fd(), Ordering::Relaxed);
-        std::mem::forget(new);
+        let new = EventFd::new()?.fd();
+        let old = self.fd.swap(new, Ordering::Relaxed);
         // SAFETY: raw close of our own old fd (the hook would refuse it).
         unsafe { libc::syscall(libc::SYS_close, old) };
         Ok(())
