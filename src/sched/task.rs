@@ -110,6 +110,11 @@ unsafe impl Sync for Task {}
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Tasks created so far.
+pub fn created() -> u64 {
+    NEXT_ID.load(Ordering::Relaxed) - 1
+}
+
 impl Task {
     pub fn new(entry: Entry, stack_size: usize) -> TaskRef {
         let start_addr = match &entry {

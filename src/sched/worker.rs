@@ -714,6 +714,31 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static Runtime>
     overflow::install_handler();
     rt.workers[0].started.store(true, Ordering::Release);
     rt.workers[0].attach();
+    if rt.config.stats {
+        extern "C" fn print_stats() {
+            if let Some(rt) = runtime() {
+                let mut out = String::from("corun stats:\n");
+                for w in &rt.workers {
+                    out.push_str(&format!(
+                        "  worker {}: {} (tid {}), {} resumes, {} live tasks\n",
+                        w.index,
+                        if w.started.load(Ordering::Relaxed) { "started" } else { "never started" },
+                        w.tid.load(Ordering::Relaxed),
+                        w.switches.load(Ordering::Relaxed),
+                        w.load.load(Ordering::Relaxed),
+                    ));
+                }
+                out.push_str(&format!(
+                    "  tasks created: {}; blocking-pool threads: {}\n",
+                    super::task::created(),
+                    super::blocking::threads()
+                ));
+                crate::sys::raw_stderr(out.as_bytes());
+            }
+        }
+        // SAFETY: registering a plain extern "C" function with no arguments.
+        unsafe { libc::atexit(print_stats) };
+    }
     Ok(rt)
 }
 
