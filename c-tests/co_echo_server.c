@@ -53,17 +53,26 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "co_echo_server: listening (main coroutine id %llu)\n",
             (unsigned long long)corun_self_id());
+    int short_of_fds = 0;
     for (;;) {
         int fd = accept(ls, NULL, NULL);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) {
-                if (errno == EMFILE || errno == ENFILE)
-                    usleep(10000);
+            if (errno == EMFILE || errno == ENFILE) {
+                /* Out of fds: say so once per shortage, wait for some to free up. */
+                if (!short_of_fds)
+                    fprintf(stderr, "co_echo_server: accept: %s; waiting for fds\n", strerror(errno));
+                short_of_fds = 1;
+                usleep(10000);
                 continue;
             }
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
             perror("accept");
             return 1;
         }
+        if (short_of_fds)
+            fprintf(stderr, "co_echo_server: accepting again\n");
+        short_of_fds = 0;
         corun_co_t *co = corun_spawn(serve, (void *)(intptr_t)fd);
         if (!co) {
             perror("corun_spawn");

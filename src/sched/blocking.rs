@@ -137,6 +137,7 @@ fn helper_main() {
 
 fn start_helper() -> bool {
     extern "C" fn body(_: *mut libc::c_void) -> *mut libc::c_void {
+        crate::sys::block_all_signals();
         helper_main();
         std::ptr::null_mut()
     }

@@ -40,6 +40,7 @@ pub fn ensure_started(rt: &'static Runtime) {
         return;
     }
     extern "C" fn body(arg: *mut libc::c_void) -> *mut libc::c_void {
+        crate::sys::block_all_signals();
         // SAFETY: `arg` is the &'static Runtime passed below.
         let rt: &'static Runtime = unsafe { &*(arg as *const Runtime) };
         run(rt);

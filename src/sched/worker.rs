@@ -722,7 +722,11 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static Runtime>
                     out.push_str(&format!(
                         "  worker {}: {} (tid {}), {} resumes, {} live tasks\n",
                         w.index,
-                        if w.started.load(Ordering::Relaxed) { "started" } else { "never started" },
+                        if w.started.load(Ordering::Relaxed) {
+                            "started"
+                        } else {
+                            "never started"
+                        },
                         w.tid.load(Ordering::Relaxed),
                         w.switches.load(Ordering::Relaxed),
                         w.load.load(Ordering::Relaxed),

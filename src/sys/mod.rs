@@ -137,6 +137,26 @@ pub fn move_fd_high(fd: i32) -> i32 {
     }
 }
 
+/// Blocks every signal in the calling thread. corun's helper threads (the
+/// blocking pool, the watchdog) call this first, so the program's signals
+/// are delivered to the threads that run its code (the workers), never to
+/// a helper in the middle of a blocking call made for a parked coroutine.
+pub fn block_all_signals() {
+    // SAFETY: a filled sigset_t, applied to this thread only (raw syscall:
+    // pthread_sigmask may be interposed).
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_BLOCK,
+            &set as *const libc::sigset_t,
+            std::ptr::null_mut::<libc::sigset_t>(),
+            8usize,
+        );
+    }
+}
+
 /// The kernel thread id of the caller.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
