@@ -36,6 +36,7 @@ pub mod fdctl;
 pub mod file;
 pub mod process;
 pub mod rw;
+pub mod signal;
 pub mod sleep;
 pub mod socket;
 pub mod start;

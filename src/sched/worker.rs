@@ -229,7 +229,7 @@ impl Worker {
     }
 
     /// Whether anything else could run here now (for a yield).
-    pub(super) fn has_other_work(&self) -> bool {
+    pub fn has_other_work(&self) -> bool {
         !self.local.run_queue.borrow().is_empty()
             || !self.local.fresh.is_empty()
             || !self.inbox.is_empty()

@@ -1,0 +1,8 @@
+# sigwait/sigtimedwait park instead of holding a worker; sched_yield lets
+# the worker's other coroutines run.
+source "$(dirname "$0")/../lib.sh"
+for w in 1 2; do
+    out=$(CORUN_WORKERS=$w corun "$BIN/co_sigwait") || fail "workers=$w: $out"
+    echo "workers=$w: $out"
+done
+ok "sigwait parks"
