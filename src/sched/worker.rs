@@ -199,6 +199,9 @@ impl Worker {
     /// Wakes the worker if it sleeps (or is about to).
     #[inline]
     pub fn notify(&self) {
+        // Pairs with the fence in `poll`: the push before this call and the
+        // worker's `sleeping` store cannot both be missed.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::SeqCst) && self.sleeping.swap(false, Ordering::SeqCst) {
             self.wake.signal();
         }
@@ -485,6 +488,7 @@ impl Worker {
                 }
             }
             self.sleeping.store(true, Ordering::SeqCst);
+            std::sync::atomic::fence(Ordering::SeqCst);
             if self.has_shared_work(rt) || timeout == Some(0) {
                 self.sleeping.store(false, Ordering::SeqCst);
                 timeout = Some(0);
