@@ -123,3 +123,70 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
     }
     r
 }
+
+mod real_range {
+    use std::ffi::{c_int, c_uint};
+    crate::sys::real::real_fns! {
+        fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int;
+    }
+}
+
+/// corun's own fds in [first, last], in increasing order.
+fn runtime_fds_in(first: u32, last: u32) -> Vec<u32> {
+    let top = last.min(fdtable::MAX_FD as u32 - 1);
+    (first..=top)
+        .filter(|&fd| is_runtime_fd(fd as c_int))
+        .collect()
+}
+
+/// Closes [lo, hi] and forgets what was known of those fds.
+fn close_segment(lo: u32, hi: u32, flags: c_int) -> c_int {
+    if flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+        let top = hi.min(fdtable::MAX_FD as u32 - 1);
+        for fd in lo..=top {
+            fdtable::forget(fd as c_int);
+        }
+    }
+    // SAFETY: plain integers.
+    unsafe { real_range::close_range(lo, hi, flags) }
+}
+
+/// close_range over [first, last] that leaves corun's own fds open: the
+/// range is cut around them (a daemon closing "every fd" must not take the
+/// runtime's epoll and eventfds with it; natively those fds do not exist).
+fn close_range_sparing(first: u32, last: u32, flags: c_int) -> c_int {
+    let mut r = 0;
+    let mut lo = Some(first);
+    for rt in runtime_fds_in(first, last) {
+        if let Some(l) = lo {
+            if l < rt && close_segment(l, rt - 1, flags) < 0 {
+                r = -1;
+            }
+        }
+        lo = rt.checked_add(1);
+    }
+    if let Some(l) = lo {
+        if l <= last && close_segment(l, last, flags) < 0 {
+            r = -1;
+        }
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn close_range(
+    first: libc::c_uint,
+    last: libc::c_uint,
+    flags: c_int,
+) -> c_int {
+    if first > last {
+        set_errno(libc::EINVAL);
+        return -1;
+    }
+    close_range_sparing(first, last, flags)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn closefrom(low: c_int) {
+    close_range_sparing(low.max(0) as u32, u32::MAX, 0);
+}
