@@ -136,22 +136,11 @@ fn helper_main() {
 }
 
 fn start_helper() -> bool {
-    extern "C" fn body(_: *mut libc::c_void) -> *mut libc::c_void {
+    crate::sys::spawn_native_thread(Box::new(|| {
         crate::sys::block_all_signals();
         helper_main();
-        std::ptr::null_mut()
-    }
-    let mut tid: libc::pthread_t = 0;
-    // SAFETY: the real pthread_create: helpers are native threads.
-    let r = unsafe {
-        crate::sys::real::pthread_create(&mut tid, std::ptr::null(), body, std::ptr::null_mut())
-    };
-    if r != 0 {
-        return false;
-    }
-    // SAFETY: a joinable thread we never join.
-    unsafe { crate::sys::real::pthread_detach(tid) };
-    true
+    }))
+    .is_ok()
 }
 
 /// Runs `f` on a helper thread while the calling coroutine parks; outside

@@ -39,26 +39,12 @@ pub fn ensure_started(rt: &'static Runtime) {
     if STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
-    extern "C" fn body(arg: *mut libc::c_void) -> *mut libc::c_void {
+    let started = crate::sys::spawn_native_thread(Box::new(move || {
         crate::sys::block_all_signals();
-        // SAFETY: `arg` is the &'static Runtime passed below.
-        let rt: &'static Runtime = unsafe { &*(arg as *const Runtime) };
         run(rt);
-        std::ptr::null_mut()
-    }
-    let mut tid: libc::pthread_t = 0;
-    // SAFETY: the real pthread_create (a native helper thread); `rt` is static.
-    let r = unsafe {
-        crate::sys::real::pthread_create(
-            &mut tid,
-            std::ptr::null(),
-            body,
-            rt as *const Runtime as *mut libc::c_void,
-        )
-    };
-    if r == 0 {
-        // SAFETY: a joinable thread we never join.
-        unsafe { crate::sys::real::pthread_detach(tid) };
+    }));
+    if started.is_err() {
+        STARTED.store(false, Ordering::Release);
     }
 }
 

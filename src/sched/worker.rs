@@ -767,31 +767,10 @@ pub fn ensure_started(w: &'static Worker) -> std::io::Result<()> {
 }
 
 fn start_thread(w: &'static Worker) -> std::io::Result<()> {
-    extern "C" fn body(arg: *mut libc::c_void) -> *mut libc::c_void {
-        // SAFETY: `arg` is a &'static Worker passed by start_thread.
-        let w: &'static Worker = unsafe { &*(arg as *const Worker) };
+    crate::sys::spawn_native_thread(Box::new(move || {
         w.attach();
         w.run(&|| false);
-        std::ptr::null_mut()
-    }
-    let mut tid: libc::pthread_t = 0;
-    // SAFETY: the real pthread_create (never the hook: a worker must be a
-    // kernel thread); `w` outlives the thread.
-    let r = unsafe {
-        crate::sys::real::pthread_create(
-            &mut tid,
-            std::ptr::null(),
-            body,
-            w as *const Worker as *mut libc::c_void,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::from_raw_os_error(r));
-    }
-    // SAFETY: a freshly created joinable thread we never join (real
-    // pthread_detach: the hook would look for a coroutine).
-    unsafe { crate::sys::real::pthread_detach(tid) };
-    Ok(())
+    }))
 }
 
 /// Drives worker 0 on this thread until `t` is done.

@@ -137,6 +137,31 @@ pub fn move_fd_high(fd: i32) -> i32 {
     }
 }
 
+/// Starts a detached kernel thread running `f()`. Always the *real*
+/// pthread_create: corun's own threads (workers, helpers, the watchdog)
+/// must be kernel threads, never coroutines.
+pub fn spawn_native_thread(f: Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()> {
+    extern "C" fn body(arg: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: `arg` is the Box<Box<dyn FnOnce>> leaked below, taken once.
+        let f = unsafe { Box::from_raw(arg as *mut Box<dyn FnOnce() + Send>) };
+        f();
+        std::ptr::null_mut()
+    }
+    let arg = Box::into_raw(Box::new(f)) as *mut libc::c_void;
+    let mut tid: libc::pthread_t = 0;
+    // SAFETY: the real pthread_create with a valid entry point and argument.
+    let r = unsafe { real::pthread_create(&mut tid, std::ptr::null(), body, arg) };
+    if r != 0 {
+        // SAFETY: the thread was not created, so `arg` is still ours.
+        drop(unsafe { Box::from_raw(arg as *mut Box<dyn FnOnce() + Send>) });
+        return Err(std::io::Error::from_raw_os_error(r));
+    }
+    // SAFETY: a joinable thread nobody joins (the real pthread_detach: the
+    // hook would look for a coroutine).
+    unsafe { real::pthread_detach(tid) };
+    Ok(())
+}
+
 /// Blocks every signal in the calling thread. corun's helper threads (the
 /// blocking pool, the watchdog) call this first, so the program's signals
 /// are delivered to the threads that run its code (the workers), never to
