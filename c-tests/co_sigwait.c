@@ -17,6 +17,16 @@
 #include <corun.h>
 
 static volatile int stop;
+static volatile sig_atomic_t hup, usr2;
+static void on_hup(int s) { (void)s; hup = 1; }
+static void on_usr2(int s) { (void)s; usr2 = 1; }
+
+static void *killer(void *a)
+{
+    usleep(30000);
+    kill(getpid(), (int)(intptr_t)a);
+    return NULL;
+}
 static long ticks;
 static int got;
 
@@ -65,5 +75,31 @@ int main(void)
     int e = errno;
     printf("sigwait: got signal %d (SIGUSR1=%d), tickers ticked %ld times; sigtimedwait -> %d %s\n", got, SIGUSR1,
            ticks, r, e == EAGAIN ? "EAGAIN" : "other");
-    return got == SIGUSR1 && ticks >= 100 && r == -1 && e == EAGAIN ? 0 : 1;
+    int ok = got == SIGUSR1 && ticks >= 100 && r == -1 && e == EAGAIN;
+
+    /* while (!flag) pause(); with the signal sent by another coroutine. */
+    signal(SIGHUP, on_hup);
+    stop = 0;
+    ticks = 0;
+    corun_co_t *k = corun_spawn(killer, (void *)(intptr_t)SIGHUP);
+    corun_co_t *t3 = corun_spawn(ticker, NULL);
+    int pauses = 0;
+    while (!hup && pauses < 1000)
+        pauses += pause() == -1 && errno == EINTR;
+    /* sigsuspend: SIGUSR2 is blocked; wait with a mask that lets it in. */
+    signal(SIGUSR2, on_usr2);
+    corun_co_t *k2 = corun_spawn(killer, (void *)(intptr_t)SIGUSR2);
+    sigset_t open;
+    sigemptyset(&open);
+    int susp = 0;
+    while (!usr2 && susp < 1000)
+        susp += sigsuspend(&open) == -1 && errno == EINTR;
+    stop = 1;
+    corun_join(k, NULL);
+    corun_join(k2, NULL);
+    corun_join(t3, NULL);
+    printf("pause: handler ran=%d after %d pauses; sigsuspend: handler ran=%d after %d calls; ticker %ld\n", (int)hup,
+           pauses, (int)usr2, susp, ticks);
+    ok = ok && hup && usr2 && ticks > 10;
+    return ok ? 0 : 1;
 }

@@ -1,4 +1,5 @@
-//! `sigwait`, `sigwaitinfo`, `sigtimedwait`, `sched_yield`.
+//! `sigwait`, `sigwaitinfo`, `sigtimedwait`, `pause`, `sigsuspend`,
+//! `sched_yield`.
 //!
 //! The classic design "block signals everywhere, one thread sits in
 //! sigwait" would hold a whole worker in the kernel under corun. In a
@@ -124,4 +125,85 @@ pub unsafe extern "C" fn sched_yield() -> c_int {
     }
     // SAFETY: no arguments.
     unsafe { real::sched_yield() }
+}
+
+mod real_wait {
+    use libc::sigset_t;
+    use std::ffi::c_int;
+    crate::sys::real::real_fns! {
+        fn pause() -> c_int;
+        fn sigsuspend(mask: *const sigset_t) -> c_int;
+    }
+}
+
+/// How often a coroutine in pause/sigsuspend looks for a signal.
+const SIGNAL_POLL_NS: u64 = 10_000_000;
+
+/// The signals that would be delivered on this thread under `mask`:
+/// pending for the thread or the process, and not blocked by `mask`.
+fn deliverable_under(mask: &sigset_t) -> bool {
+    // SAFETY: a zeroed sigset_t is valid; sigpending fills it.
+    let mut pending: sigset_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sigpending(&mut pending) } != 0 {
+        return false;
+    }
+    (1..libc::SIGRTMAX()).any(|s| {
+        // SAFETY: valid sets and signal numbers.
+        unsafe { libc::sigismember(&pending, s) == 1 && libc::sigismember(mask, s) != 1 }
+    })
+}
+
+/// `pause` in a coroutine parks; every 10 ms it returns -1/EINTR, as if a
+/// signal had been handled, so `while (!done) pause();` sees the flags its
+/// handlers set (handlers run on the worker threads whenever the signal is
+/// not blocked there). A spurious EINTR is the price of not holding the
+/// worker in the kernel.
+#[no_mangle]
+pub unsafe extern "C" fn pause() -> c_int {
+    if !in_coroutine() {
+        // SAFETY: no arguments.
+        return unsafe { real_wait::pause() };
+    }
+    sleep_until(now_ns() + SIGNAL_POLL_NS);
+    set_errno(libc::EINTR);
+    -1
+}
+
+/// `sigsuspend(mask)` in a coroutine: once a signal that `mask` lets
+/// through is pending, install `mask` on the worker thread for a moment so
+/// its handler runs there, restore the mask, and return -1/EINTR. Until
+/// then, park in 10 ms steps.
+#[no_mangle]
+pub unsafe extern "C" fn sigsuspend(mask: *const sigset_t) -> c_int {
+    if !in_coroutine() || mask.is_null() {
+        // SAFETY: the caller's contract.
+        return unsafe { real_wait::sigsuspend(mask) };
+    }
+    // SAFETY: non-null, readable per the contract.
+    let m = unsafe { *mask };
+    loop {
+        if deliverable_under(&m) {
+            // SAFETY: valid sets; the raw syscall applies to this thread only.
+            unsafe {
+                let mut old: sigset_t = std::mem::zeroed();
+                libc::syscall(
+                    libc::SYS_rt_sigprocmask,
+                    libc::SIG_SETMASK,
+                    &m,
+                    &mut old,
+                    8usize,
+                );
+                libc::syscall(
+                    libc::SYS_rt_sigprocmask,
+                    libc::SIG_SETMASK,
+                    &old,
+                    std::ptr::null_mut::<sigset_t>(),
+                    8usize,
+                );
+            }
+            set_errno(libc::EINTR);
+            return -1;
+        }
+        sleep_until(now_ns() + SIGNAL_POLL_NS);
+    }
 }

@@ -5,11 +5,13 @@
 //!
 //! `accept` has no per-call non-blocking flag. It waits for the listening
 //! socket to be readable, confirms with a zero-timeout poll, then makes the
-//! real call. Coroutines of one worker cannot race between the poll and the
-//! accept (nothing switches there); another process, or another worker,
-//! accepting the same connection in that window would make the call block
-//! until the next connection. This is the one place corun may block a
-//! worker on a socket, and is noted in the README.
+//! real call. Within the process, one coroutine at a time does that pair
+//! for a given listener (a try-lock in the fd entry; the others wait for
+//! readability and are woken when the holder is done), so two workers never
+//! race for one connection. Another *process* accepting the same connection
+//! between the poll and the accept would make the call block until the
+//! next connection: the one place corun may block a worker on a socket,
+//! noted in the README.
 //!
 //! `connect` sets O_NONBLOCK on the socket for the duration of the call
 //! only, and restores the flags before anything else runs; the socket was
@@ -190,15 +192,27 @@ fn accept_parking(
     let deadline = deadline_in(e.rcv_timeo.load(Ordering::Relaxed));
     let mut listening: Option<bool> = None;
     let io = nonblocking_loop(fd, e, Dir::Read, deadline, || {
-        if !ready_now(fd, libc::POLLIN) {
+        // One coroutine of the process at a time checks and accepts: two
+        // coroutines on two workers both seeing the listener readable would
+        // both call the blocking accept, and the loser would hold its worker
+        // until the next connection.
+        if !e.try_begin_accept() {
+            return eagain();
+        }
+        let r = if !ready_now(fd, libc::POLLIN)
             // Only a listening socket is worth waiting on: on anything else
             // accept fails at once (EINVAL, ENOTSOCK...), and so must we.
-            if *listening.get_or_insert_with(|| is_listening(fd)) {
-                return eagain();
-            }
-        }
-        // SAFETY: the caller's accept4 contract.
-        unsafe { real::accept4(fd, addr, len, flags) as isize }
+            && *listening.get_or_insert_with(|| is_listening(fd))
+        {
+            eagain()
+        } else {
+            // SAFETY: the caller's accept4 contract.
+            unsafe { real::accept4(fd, addr, len, flags) as isize }
+        };
+        let saved = crate::sys::errno();
+        e.end_accept();
+        crate::sys::set_errno(saved);
+        r
     });
     match io {
         Io::Done(r) => Some(r as c_int),

@@ -80,6 +80,8 @@ pub struct FdEntry {
     /// The fd is one of corun's own (epoll, eventfd): the program cannot
     /// close it (it would get EBADF natively: the fd would not exist).
     pub runtime: std::sync::atomic::AtomicBool,
+    /// accept serialisation: bit 0 held, bit 1 someone found it held.
+    accept_busy: AtomicU8,
     pub waiters: Mutex<Waiters>,
 }
 
@@ -116,6 +118,39 @@ impl FdEntry {
             all
         };
         for w in taken {
+            w.wake();
+        }
+    }
+
+    /// Takes the accept try-lock; on failure records the contention so the
+    /// holder wakes the readers when done.
+    pub fn try_begin_accept(&self) -> bool {
+        loop {
+            if self.accept_busy.fetch_or(1, Ordering::AcqRel) & 1 == 0 {
+                return true;
+            }
+            self.accept_busy.fetch_or(2, Ordering::AcqRel);
+            // Still held: its holder will see our mark when it lets go. If it
+            // let go before our mark, nobody would wake us: try again.
+            if self.accept_busy.load(Ordering::Acquire) & 1 != 0 {
+                return false;
+            }
+        }
+    }
+
+    /// Releases the accept try-lock, waking the readers if another
+    /// coroutine wanted it meanwhile (its readiness edge was ours).
+    pub fn end_accept(&self) {
+        if self.accept_busy.swap(0, Ordering::AcqRel) & 2 != 0 {
+            self.wake_readers();
+        }
+    }
+
+    /// Makes every reader look again (as a readiness edge would).
+    pub fn wake_readers(&self) {
+        self.read_seq.fetch_add(1, Ordering::AcqRel);
+        let r = std::mem::take(&mut lock(&self.waiters).readers);
+        for w in r {
             w.wake();
         }
     }
