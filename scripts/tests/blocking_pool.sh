@@ -1,6 +1,7 @@
 # Calls with no readiness to wait for go to the blocking pool: a coroutine
 # reading a large uncached regular file does not stall an echo on its
-# worker; 1,000 concurrent getaddrinfo calls complete.
+# worker; 1,000 concurrent getaddrinfo calls complete; waiting for a file
+# lock another process holds (flock, F_SETLKW) lets the worker run on.
 source "$(dirname "$0")/../lib.sh"
 export CORUN_WORKERS=1   # the reader and the echo share the one worker
 f="$TMPD/big.bin"
@@ -14,5 +15,7 @@ readmax=$(echo "$out" | sed -n 's/.*longest single read \([0-9.]*\) ms.*/\1/p')
 awk -v p="$probe" 'BEGIN { exit !(p < 100) }' || fail "echo stalled ${probe} ms while the file was read (reads took up to ${readmax} ms)"
 awk -v r="$readmax" 'BEGIN { exit !(r >= 5) }' || echo "note: reads were fast (${readmax} ms): the file stayed cached, the check proves little on this run"
 out=$(corun "$BIN/co_multicore" dns 1000 2>/dev/null) || fail "dns: $out"
+echo "$out"
+out=$(corun "$BIN/co_filelock" "$TMPD/lock") || fail "file locks held the worker: $out"
 echo "$out"
 ok "file reads and name resolution off the worker"

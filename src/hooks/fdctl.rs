@@ -1,4 +1,5 @@
-//! `close`, `dup`, `dup2`, `dup3`, `fcntl`, `fcntl64`, `ioctl`.
+//! `close`, `dup`, `dup2`, `dup3`, `fcntl`, `fcntl64`, `ioctl`, `flock`,
+//! `close_range`, `closefrom`.
 //!
 //! These never block; corun interposes them to keep its per-fd knowledge
 //! true (DESIGN.md §5.1): `close` wakes any coroutine parked on the fd
@@ -95,8 +96,31 @@ fn after_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, r: c_int) {
     }
 }
 
+/// A file lock that waits (F_SETLKW, F_OFD_SETLKW) waits for another
+/// process, with nothing to poll: in a coroutine it goes to the blocking
+/// pool. Record locks belong to the process (F_SETLKW) or to the open file
+/// description (OFD locks), never to the thread, so any thread may take them.
+fn lock_waits(cmd: c_int) -> bool {
+    matches!(cmd, libc::F_SETLKW | libc::F_OFD_SETLKW) && crate::sched::in_coroutine()
+}
+
+/// Runs a possibly waiting lock call on the blocking pool, errno included.
+fn on_pool(call: impl FnOnce() -> c_int + Send) -> c_int {
+    let (r, e) = crate::sched::blocking::run_blocking(move || {
+        let r = call();
+        (r, errno())
+    });
+    set_errno(e);
+    r
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if lock_waits(cmd) {
+        // SAFETY: the caller's fcntl contract; `arg` (a struct flock
+        // pointer) stays valid while the caller is parked.
+        return on_pool(move || unsafe { real::fcntl(fd, cmd, arg) });
+    }
     // SAFETY: the caller's fcntl contract; the variadic third argument is
     // passed in the same register as a fixed one on x86_64 and aarch64.
     let r = unsafe { real::fcntl(fd, cmd, arg) };
@@ -106,10 +130,34 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if lock_waits(cmd) {
+        // SAFETY: as fcntl.
+        return on_pool(move || unsafe { real::fcntl64(fd, cmd, arg) });
+    }
     // SAFETY: as fcntl.
     let r = unsafe { real::fcntl64(fd, cmd, arg) };
     after_fcntl(fd, cmd, arg, r);
     r
+}
+
+mod real_flock {
+    use std::ffi::c_int;
+    crate::sys::real::real_fns! {
+        fn flock(fd: c_int, op: c_int) -> c_int;
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn flock(fd: c_int, op: c_int) -> c_int {
+    if op & libc::LOCK_NB == 0
+        && op & (libc::LOCK_EX | libc::LOCK_SH) != 0
+        && crate::sched::in_coroutine()
+    {
+        // SAFETY: plain integers.
+        return on_pool(move || unsafe { real_flock::flock(fd, op) });
+    }
+    // SAFETY: plain integers.
+    unsafe { real_flock::flock(fd, op) }
 }
 
 #[no_mangle]
