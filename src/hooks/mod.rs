@@ -35,6 +35,8 @@ pub mod dns;
 pub mod fdctl;
 pub mod file;
 pub mod process;
+pub mod pthread;
+pub mod pthread_sync;
 pub mod rw;
 pub mod signal;
 pub mod sleep;

@@ -12,6 +12,7 @@ pub mod fdtable;
 pub mod fork;
 pub mod park;
 pub mod run_queue;
+pub mod sync;
 pub mod task;
 pub mod timers;
 pub mod waiter;
@@ -19,12 +20,12 @@ pub mod watchdog;
 pub mod worker;
 
 pub use park::{
-    current, current_id, current_ref, in_coroutine, park, park_until_ready, sleep_until, yield_now,
-    FdWait, Woken,
+    current, current_id, current_ref, current_stack, exit_current, in_coroutine, park,
+    park_until_ready, sleep_until, yield_now, FdWait, Woken,
 };
 pub use task::{Entry, Task, TaskRef};
 pub use waiter::{ThreadParker, Waiter};
-pub use worker::{runtime, spawn};
+pub use worker::{runtime, spawn, spawn_at};
 
 /// Why a join failed.
 #[derive(Debug, PartialEq, Eq)]

@@ -212,3 +212,35 @@ pub fn yield_now() {
     task.yielding.set(true);
     suspend(task);
 }
+
+/// Ends the running coroutine from any depth (`pthread_exit`): `result` is
+/// what a join returns; the scheduler abandons the frames (C frames are not
+/// unwound) and recycles the stack. Outside a coroutine it aborts: callers
+/// check `in_coroutine` first.
+pub fn exit_current(result: usize) -> ! {
+    let Some(task) = current() else {
+        crate::sys::raw_stderr(b"corun: exit_current outside a coroutine\n");
+        // SAFETY: abort never returns.
+        unsafe { libc::abort() }
+    };
+    fdtable::lock(&task.join).result = result;
+    task.exiting.set(true);
+    set_current(std::ptr::null());
+    let y = task.yielder.get();
+    // SAFETY: as in `suspend`; the scheduler sees `exiting` and never
+    // resumes this coroutine again.
+    unsafe { (*y).suspend(()) };
+    crate::sys::raw_stderr(b"corun: an exited coroutine was resumed\n");
+    // SAFETY: abort never returns.
+    unsafe { libc::abort() }
+}
+
+/// The usable stack of the running coroutine: (lowest address, top).
+pub fn current_stack() -> Option<(usize, usize)> {
+    let t = current()?;
+    // SAFETY: the running task's `coro` is only touched by its home worker,
+    // which is this thread, and it is not being replaced while it runs.
+    let c = unsafe { (*t.coro.get()).as_ref()? };
+    let ((_, guard_hi), top) = c.bounds();
+    Some((guard_hi, top))
+}

@@ -121,6 +121,12 @@ impl Task {
             Entry::C { f, .. } => *f as usize,
             Entry::Rust(_) => 0,
         };
+        Task::with_start_addr(entry, stack_size, start_addr)
+    }
+
+    /// A task whose start routine, for the watchdog, is `start_addr` (a
+    /// Rust entry that wraps a C start routine, as `pthread_create` makes).
+    pub fn with_start_addr(entry: Entry, stack_size: usize, start_addr: usize) -> TaskRef {
         Arc::new(Task {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: AtomicU64::new(NEW),

@@ -617,8 +617,18 @@ fn wake_one(rt: &Runtime) {
 
 /// Makes a new task and places it; fails (errno) when no stack can be had.
 pub fn spawn(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
+    let start_addr = match &entry {
+        Entry::C { f, .. } => *f as usize,
+        Entry::Rust(_) => 0,
+    };
+    spawn_at(entry, stack_size, start_addr)
+}
+
+/// `spawn`, naming the start routine for the watchdog (`pthread_create`
+/// wraps the program's routine in a Rust entry).
+pub fn spawn_at(entry: Entry, stack_size: usize, start_addr: usize) -> Result<TaskRef, i32> {
     let rt = runtime().ok_or(libc::EAGAIN)?;
-    let t = Task::new(entry, stack_size);
+    let t = Task::with_start_addr(entry, stack_size, start_addr);
     let me = current_worker();
     let stack = match me {
         Some(w) => w.local.stacks.borrow_mut().get(stack_size),

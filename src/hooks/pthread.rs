@@ -1,0 +1,1058 @@
+//! Threads as coroutines: `pthread_create`, `join`, `detach`, `exit`,
+//! `self`, `equal`, names, thread-specific data, and every libc function
+//! that takes a `pthread_t`.
+//!
+//! # Mechanism
+//!
+//! With `CORUN_THREADS=coroutine` (the default) `pthread_create` spawns a
+//! task on the least loaded worker instead of a kernel thread. The stack
+//! size attribute becomes the coroutine's stack size; without one the
+//! thread gets what it would get natively (glibc's default attribute:
+//! RLIMIT_STACK, usually 8 MiB), which costs only address space until
+//! touched (stacks are MAP_NORESERVE, pooled, and give their pages back when
+//! idle; README "Transparent threads" has the measurements).
+//!
+//! **Handles.** A coroutine's `pthread_t` is `id << 1 | 1`. A real one is
+//! the address of glibc's `struct pthread`, which is aligned, so one bit
+//! tells them apart and every function below that takes a `pthread_t`
+//! passes real handles straight to glibc, which would otherwise dereference
+//! our odd value as its own structure. Ids are never reused, so a stale
+//! handle finds nothing (ESRCH) instead of another thread.
+//!
+//! **Table.** Joinable and detached threads live in a sharded table from id
+//! to (task, record) until joined, or until they end if detached. The
+//! record holds what others may ask about a thread (its name, whether it
+//! finished) and the thread's own task extension points to it, so a
+//! thread's calls about itself need no lookup.
+//!
+//! **Ending.** When the start routine returns, or the thread calls
+//! `pthread_exit` at any depth, the thread runs its key destructors (in the
+//! coroutine, so they may block), then either returns or asks the scheduler
+//! to abandon its frames (`sched::exit_current`: C frames are not unwound,
+//! so `pthread_cleanup_push` handlers do not run on `pthread_exit`). When
+//! `main` calls `pthread_exit`, it waits for every thread to end and the
+//! process exits with status 0, as POSIX says.
+//!
+//! **Thread-specific data.** Keys are glibc's own (created with the real
+//! `pthread_key_create`, so native threads keep using glibc's storage and
+//! destructors). Each coroutine keeps its values in its task extension,
+//! tagged with the key's generation so a deleted and re-created key reads
+//! NULL. `main` keeps using the main thread's storage: it is pinned to
+//! worker 0, which is the main thread.
+//!
+//! **Cancellation** of a coroutine is not supported: `pthread_cancel`
+//! returns ENOTSUP and prints one warning (deferred cancellation would
+//! need every blocking hook to be a cancellation point and cleanup handlers
+//! to be unwound; see README).
+//!
+//! **Signals.** `pthread_kill` and `pthread_sigqueue` on a coroutine send
+//! the signal to the worker thread the coroutine lives on; signal 0 tests
+//! whether the thread exists.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use libc::{clockid_t, pthread_attr_t, pthread_key_t, pthread_t, size_t, timespec};
+
+use crate::config::ThreadMode;
+use crate::sched::fdtable::lock;
+use crate::sched::sync::{self, Deadline, WaitResult};
+use crate::sched::{self, current, current_id, current_ref, in_coroutine, JoinError, TaskRef};
+use crate::sys::raw_stderr;
+
+mod real {
+    use libc::{
+        c_char, c_int, c_void, clockid_t, pthread_attr_t, pthread_key_t, pthread_t, size_t,
+        timespec,
+    };
+    crate::sys::real::real_fns! {
+        fn pthread_join(t: pthread_t, ret: *mut *mut c_void) -> c_int;
+        fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int;
+        fn pthread_timedjoin_np(t: pthread_t, ret: *mut *mut c_void, abs: *const timespec) -> c_int;
+        fn pthread_clockjoin_np(t: pthread_t, ret: *mut *mut c_void, clk: clockid_t, abs: *const timespec) -> c_int;
+        fn pthread_exit(v: *mut c_void) -> !;
+        fn pthread_self() -> pthread_t;
+        fn pthread_kill(t: pthread_t, sig: c_int) -> c_int;
+        fn pthread_sigqueue(t: pthread_t, sig: c_int, val: libc::sigval) -> c_int;
+        fn pthread_getattr_np(t: pthread_t, attr: *mut pthread_attr_t) -> c_int;
+        fn pthread_setname_np(t: pthread_t, name: *const c_char) -> c_int;
+        fn pthread_getname_np(t: pthread_t, buf: *mut c_char, len: size_t) -> c_int;
+        fn pthread_setaffinity_np(t: pthread_t, size: size_t, set: *const libc::cpu_set_t) -> c_int;
+        fn pthread_getaffinity_np(t: pthread_t, size: size_t, set: *mut libc::cpu_set_t) -> c_int;
+        fn pthread_getcpuclockid(t: pthread_t, clk: *mut clockid_t) -> c_int;
+        fn pthread_setschedparam(t: pthread_t, policy: c_int, p: *const libc::sched_param) -> c_int;
+        fn pthread_getschedparam(t: pthread_t, policy: *mut c_int, p: *mut libc::sched_param) -> c_int;
+        fn pthread_setschedprio(t: pthread_t, prio: c_int) -> c_int;
+        fn pthread_cancel(t: pthread_t) -> c_int;
+        fn pthread_key_create(k: *mut pthread_key_t, d: Option<unsafe extern "C" fn(*mut c_void)>) -> c_int;
+        fn pthread_key_delete(k: pthread_key_t) -> c_int;
+        fn pthread_getspecific(k: pthread_key_t) -> *mut c_void;
+        fn pthread_setspecific(k: pthread_key_t, v: *const c_void) -> c_int;
+    }
+}
+
+// Attribute functions corun does not interpose: glibc's, called directly.
+extern "C" {
+    fn pthread_getattr_default_np(attr: *mut pthread_attr_t) -> c_int;
+    fn pthread_attr_getdetachstate(attr: *const pthread_attr_t, state: *mut c_int) -> c_int;
+    fn pthread_attr_setstack(attr: *mut pthread_attr_t, addr: *mut c_void, size: size_t) -> c_int;
+}
+
+type StartFn = extern "C" fn(*mut c_void) -> *mut c_void;
+
+/// `main` is the first task the runtime makes (hooks/start.rs).
+const MAIN_ID: u64 = 1;
+/// PTHREAD_DESTRUCTOR_ITERATIONS.
+const DESTRUCTOR_ITERATIONS: usize = 4;
+/// PTHREAD_KEYS_MAX in glibc.
+const KEYS_MAX: usize = 1024;
+/// Length of a thread name with its NUL (TASK_COMM_LEN).
+const NAME_LEN: usize = 16;
+
+/// Whether `pthread_create` makes coroutines (runtime up, CORUN_THREADS
+/// is `coroutine`).
+#[inline]
+pub(crate) fn coroutine_threads() -> bool {
+    sched::runtime().is_some_and(|r| r.config.threads == ThreadMode::Coroutine)
+}
+
+#[inline]
+fn encode(id: u64) -> pthread_t {
+    ((id << 1) | 1) as pthread_t
+}
+
+/// The task id behind a coroutine handle; None for a real pthread_t.
+#[inline]
+fn decode(t: pthread_t) -> Option<u64> {
+    (t & 1 == 1).then_some(t >> 1)
+}
+
+/// What other threads may ask about a coroutine thread.
+struct ThreadRec {
+    name: Mutex<[u8; NAME_LEN]>,
+    state: Mutex<RecState>,
+    /// 0 while running, 1 once it finished its work (a futex word for
+    /// timed joins).
+    finished: AtomicU32,
+}
+
+#[derive(Default)]
+struct RecState {
+    detached: bool,
+    joining: bool,
+    finished: bool,
+}
+
+impl ThreadRec {
+    fn new(name: [u8; NAME_LEN]) -> Arc<ThreadRec> {
+        Arc::new(ThreadRec {
+            name: Mutex::new(name),
+            state: Mutex::new(RecState::default()),
+            finished: AtomicU32::new(0),
+        })
+    }
+}
+
+/// Per-coroutine data in the task extension: touched only by the task.
+struct ThreadLocal {
+    rec: Arc<ThreadRec>,
+    /// Created by our pthread_create (runs the end-of-thread protocol).
+    created: bool,
+    /// Values by key: (key generation, value).
+    tsd: Vec<(u64, *mut c_void)>,
+}
+
+struct Entry {
+    task: TaskRef,
+    rec: Arc<ThreadRec>,
+}
+
+const SHARDS: usize = 64;
+type Shard = Mutex<Option<HashMap<u64, Entry>>>;
+static THREADS: [Shard; SHARDS] = [const { Mutex::new(None) }; SHARDS];
+
+fn shard(id: u64) -> &'static Shard {
+    &THREADS[(id as usize) % SHARDS]
+}
+
+fn lookup(id: u64) -> Option<(TaskRef, Arc<ThreadRec>)> {
+    let g = lock(shard(id));
+    let e = g.as_ref()?.get(&id)?;
+    Some((e.task.clone(), e.rec.clone()))
+}
+
+/// Threads made by pthread_create that have not finished (main's
+/// pthread_exit waits for this to reach 0).
+static LIVE: AtomicU32 = AtomicU32::new(0);
+
+/// The running coroutine's extension, created on first use. The closure
+/// must not call back into code that could reach the extension again.
+fn with_local<R>(f: impl FnOnce(&mut ThreadLocal) -> R) -> Option<R> {
+    let t = current()?;
+    // SAFETY: `ext` is only touched by the task itself, on its home worker,
+    // and `f` does not re-enter (no hook calls inside the closures below).
+    let ext = unsafe { &mut *t.ext.get() };
+    if ext.as_ref().is_none_or(|e| !e.is::<ThreadLocal>()) {
+        let rec = ThreadRec::new(inherited_name());
+        if t.id == MAIN_ID {
+            // main is adopted so other threads may name it (kill(main, 0)).
+            if let Some(me) = current_ref() {
+                lock(shard(me.id)).get_or_insert_with(HashMap::new).insert(
+                    me.id,
+                    Entry {
+                        task: me,
+                        rec: rec.clone(),
+                    },
+                );
+            }
+        }
+        *ext = Some(Box::new(ThreadLocal {
+            rec,
+            created: false,
+            tsd: Vec::new(),
+        }) as Box<dyn Any>);
+    }
+    let tl = ext.as_mut()?.downcast_mut::<ThreadLocal>()?;
+    Some(f(tl))
+}
+
+fn self_rec() -> Option<Arc<ThreadRec>> {
+    with_local(|l| l.rec.clone())
+}
+
+/// The record of a coroutine handle: the caller's own, or the table's.
+fn rec_of(id: u64) -> Option<Arc<ThreadRec>> {
+    if id == current_id() {
+        return self_rec();
+    }
+    lookup(id).map(|(_, r)| r)
+}
+
+/// A new thread's name: natively it inherits its creator's.
+fn inherited_name() -> [u8; NAME_LEN] {
+    if let Some(t) = current() {
+        // SAFETY: as in `with_local`: the running task's own extension.
+        let ext = unsafe { &*t.ext.get() };
+        if let Some(l) = ext.as_ref().and_then(|e| e.downcast_ref::<ThreadLocal>()) {
+            return *lock(&l.rec.name);
+        }
+    }
+    process_name()
+}
+
+/// The main thread's name (/proc/self/comm), read once with raw syscalls.
+fn process_name() -> [u8; NAME_LEN] {
+    static NAME: OnceLock<[u8; NAME_LEN]> = OnceLock::new();
+    *NAME.get_or_init(|| {
+        let mut name = [0u8; NAME_LEN];
+        // SAFETY: raw openat/read/close on a path literal and a local buffer.
+        unsafe {
+            let fd = libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                c"/proc/self/comm".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
+            if fd >= 0 {
+                let n = libc::syscall(libc::SYS_read, fd, name.as_mut_ptr(), NAME_LEN - 1);
+                libc::syscall(libc::SYS_close, fd);
+                let n = n.max(0) as usize;
+                let end = name[..n].iter().position(|&b| b == b'\n').unwrap_or(n);
+                name[end..].fill(0);
+            }
+        }
+        name
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Keys (thread-specific data)
+
+/// Per key: generation (bumped by create and delete) and destructor.
+static KEY_GEN: [AtomicU64; KEYS_MAX] = [const { AtomicU64::new(0) }; KEYS_MAX];
+static KEY_DTOR: [AtomicUsize; KEYS_MAX] = [const { AtomicUsize::new(0) }; KEYS_MAX];
+
+/// Whether this caller keeps its values in its task (every coroutine but
+/// `main`, which is the main thread).
+#[inline]
+fn coroutine_tsd() -> bool {
+    current().is_some_and(|t| t.id != MAIN_ID)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_key_create(
+    key: *mut pthread_key_t,
+    dtor: Option<unsafe extern "C" fn(*mut c_void)>,
+) -> c_int {
+    // SAFETY: the caller's contract; glibc allocates the key number and
+    // keeps the destructor for native threads.
+    let r = unsafe { real::pthread_key_create(key, dtor) };
+    if r == 0 {
+        // SAFETY: glibc just wrote the key.
+        let k = unsafe { *key } as usize;
+        if k < KEYS_MAX {
+            KEY_DTOR[k].store(dtor.map_or(0, |d| d as usize), Ordering::Release);
+            KEY_GEN[k].fetch_add(1, Ordering::AcqRel);
+        }
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_key_delete(key: pthread_key_t) -> c_int {
+    // SAFETY: plain integer.
+    let r = unsafe { real::pthread_key_delete(key) };
+    if r == 0 && (key as usize) < KEYS_MAX {
+        KEY_DTOR[key as usize].store(0, Ordering::Release);
+        KEY_GEN[key as usize].fetch_add(1, Ordering::AcqRel);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getspecific(key: pthread_key_t) -> *mut c_void {
+    let k = key as usize;
+    if !coroutine_tsd() || k >= KEYS_MAX {
+        // SAFETY: plain integer.
+        return unsafe { real::pthread_getspecific(key) };
+    }
+    let gen = KEY_GEN[k].load(Ordering::Acquire);
+    with_local(|l| match l.tsd.get(k) {
+        Some(&(g, v)) if g == gen => v,
+        _ => std::ptr::null_mut(),
+    })
+    .unwrap_or(std::ptr::null_mut())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setspecific(key: pthread_key_t, value: *const c_void) -> c_int {
+    let k = key as usize;
+    if !coroutine_tsd() || k >= KEYS_MAX {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_setspecific(key, value) };
+    }
+    let gen = KEY_GEN[k].load(Ordering::Acquire);
+    if gen & 1 == 0 {
+        // Never created, or deleted.
+        return libc::EINVAL;
+    }
+    with_local(|l| {
+        if l.tsd.len() <= k {
+            l.tsd.resize(k + 1, (0, std::ptr::null_mut()));
+        }
+        l.tsd[k] = (gen, value as *mut c_void);
+    })
+    .map_or(libc::ENOMEM, |_| 0)
+}
+
+/// Runs the destructors of the running coroutine's keys, as glibc does at
+/// thread exit: up to four passes while values remain.
+fn run_key_destructors() {
+    for _ in 0..DESTRUCTOR_ITERATIONS {
+        let mut ran = false;
+        let mut k = 0;
+        loop {
+            // Take one (destructor, value) at a time: a destructor may set
+            // values again.
+            let next = with_local(|l| {
+                while k < l.tsd.len() {
+                    let (g, v) = l.tsd[k];
+                    k += 1;
+                    if v.is_null() || g != KEY_GEN[k - 1].load(Ordering::Acquire) {
+                        continue;
+                    }
+                    l.tsd[k - 1].1 = std::ptr::null_mut();
+                    let d = KEY_DTOR[k - 1].load(Ordering::Acquire);
+                    if d != 0 {
+                        return Some((d, v));
+                    }
+                }
+                None
+            })
+            .flatten();
+            match next {
+                Some((d, v)) => {
+                    // SAFETY: `d` was registered by pthread_key_create as a
+                    // `void (*)(void *)`.
+                    let f: unsafe extern "C" fn(*mut c_void) = unsafe { std::mem::transmute(d) };
+                    // SAFETY: calling the program's destructor with its value.
+                    unsafe { f(v) };
+                    ran = true;
+                }
+                None => break,
+            }
+        }
+        if !ran {
+            break;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Creation and ending
+
+/// Stack size for a thread created without a stack size attribute.
+fn default_stack_size() -> usize {
+    static SIZE: OnceLock<usize> = OnceLock::new();
+    *SIZE.get_or_init(|| {
+        if std::env::var_os("CORUN_STACK_SIZE").is_some() {
+            if let Some(r) = sched::runtime() {
+                return r.config.stack_size;
+            }
+        }
+        // What a native thread would get: glibc's default attribute.
+        // SAFETY: a zeroed attr is valid storage for glibc to fill.
+        let mut attr: pthread_attr_t = unsafe { std::mem::zeroed() };
+        let mut size: size_t = 0;
+        // SAFETY: valid pointers; the attr is destroyed after use.
+        unsafe {
+            if pthread_getattr_default_np(&mut attr) == 0 {
+                libc::pthread_attr_getstacksize(&attr, &mut size);
+                libc::pthread_attr_destroy(&mut attr);
+            }
+        }
+        if size == 0 {
+            size = 8 << 20;
+        }
+        size.clamp(crate::config::MIN_STACK_SIZE, crate::config::MAX_STACK_SIZE)
+    })
+}
+
+/// The end of a coroutine thread's life, in the coroutine: key destructors,
+/// then the table learns it finished (a detached thread leaves it).
+fn thread_end() {
+    run_key_destructors();
+    let Some(rec) = self_rec() else { return };
+    let created = with_local(|l| l.created).unwrap_or(false);
+    let id = current_id();
+    {
+        let mut g = lock(shard(id));
+        let mut st = lock(&rec.state);
+        st.finished = true;
+        if st.detached {
+            if let Some(m) = g.as_mut() {
+                m.remove(&id);
+            }
+        }
+    }
+    rec.finished.store(1, Ordering::Release);
+    sync::wake_all(&rec.finished);
+    if created && LIVE.fetch_sub(1, Ordering::AcqRel) == 1 {
+        sync::wake_all(&LIVE);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut pthread_t,
+    attr: *const pthread_attr_t,
+    start: Option<StartFn>,
+    arg: *mut c_void,
+) -> c_int {
+    let Some(start) = start else {
+        return libc::EINVAL;
+    };
+    if !coroutine_threads() {
+        // SAFETY: the caller's contract.
+        return unsafe { crate::sys::real::pthread_create(thread, attr, start, arg) };
+    }
+    let mut stack = default_stack_size();
+    let mut detached = false;
+    if !attr.is_null() {
+        let mut size: size_t = 0;
+        let mut ds: c_int = 0;
+        // SAFETY: `attr` is an initialised attribute object (caller's contract).
+        unsafe {
+            if libc::pthread_attr_getstacksize(attr, &mut size) == 0 && size != 0 {
+                stack = size.clamp(crate::config::MIN_STACK_SIZE, crate::config::MAX_STACK_SIZE);
+            }
+            if pthread_attr_getdetachstate(attr, &mut ds) == 0 {
+                detached = ds == libc::PTHREAD_CREATE_DETACHED;
+            }
+        }
+    }
+    let rec = ThreadRec::new(inherited_name());
+    if detached {
+        lock(&rec.state).detached = true;
+    }
+    let rec2 = rec.clone();
+    let arg = arg as usize;
+    let entry = sched::Entry::Rust(Box::new(move || {
+        if let Some(t) = current() {
+            // SAFETY: the new task's own extension, set before it runs code.
+            unsafe {
+                *t.ext.get() = Some(Box::new(ThreadLocal {
+                    rec: rec2,
+                    created: true,
+                    tsd: Vec::new(),
+                }) as Box<dyn Any>)
+            };
+        }
+        let r = start(arg as *mut c_void);
+        thread_end();
+        r
+    }));
+    LIVE.fetch_add(1, Ordering::AcqRel);
+    let task = match sched::spawn_at(entry, stack, start as usize) {
+        Ok(t) => t,
+        Err(e) => {
+            LIVE.fetch_sub(1, Ordering::AcqRel);
+            return e;
+        }
+    };
+    let id = task.id;
+    if detached {
+        let _ = sched::detach(&task);
+    }
+    {
+        let mut g = lock(shard(id));
+        let st = lock(&rec.state);
+        // A detached thread may already be gone; it must not be entered.
+        if !(st.detached && st.finished) {
+            g.get_or_insert_with(HashMap::new).insert(
+                id,
+                Entry {
+                    task,
+                    rec: rec.clone(),
+                },
+            );
+        }
+    }
+    // SAFETY: the caller passed a writable pthread_t.
+    unsafe { *thread = encode(id) };
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_exit(value: *mut c_void) -> ! {
+    let Some(t) = current() else {
+        // SAFETY: a native thread exits as glibc does it.
+        unsafe { real::pthread_exit(value) }
+    };
+    if t.id == MAIN_ID {
+        main_exit();
+    }
+    thread_end();
+    sched::exit_current(value as usize)
+}
+
+/// `main` called pthread_exit: the process lives until the last thread
+/// ends, then exits with status 0 (atexit handlers run).
+fn main_exit() -> ! {
+    if coroutine_threads() {
+        loop {
+            let n = LIVE.load(Ordering::Acquire);
+            if n == 0 {
+                break;
+            }
+            sync::wait(&LIVE, n, None);
+        }
+    } else {
+        // Native threads are not counted: watch the kernel's list.
+        wait_native_threads();
+    }
+    // SAFETY: ending the process as the last thread's exit would.
+    unsafe { libc::exit(0) }
+}
+
+/// With native threads: waits until the process has no thread but the
+/// runtime's workers.
+fn wait_native_threads() {
+    let workers = sched::runtime().map_or(1, |r| r.workers.len());
+    loop {
+        let n = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count());
+        if n <= workers {
+            return;
+        }
+        sched::sleep_until(crate::sys::now_ns() + 20_000_000);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_self() -> pthread_t {
+    match current() {
+        Some(t) => encode(t.id),
+        // SAFETY: no arguments.
+        None => unsafe { real::pthread_self() },
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn pthread_equal(a: pthread_t, b: pthread_t) -> c_int {
+    (a == b) as c_int
+}
+
+// ---------------------------------------------------------------------------
+// Joining and detaching
+
+/// Joins coroutine `id` once it has finished (or finishes by `deadline`;
+/// `poll` only checks).
+fn join_coroutine(id: u64, ret: *mut *mut c_void, deadline: Option<Deadline>, poll: bool) -> c_int {
+    if id == current_id() {
+        return libc::EDEADLK;
+    }
+    let Some((task, rec)) = lookup(id) else {
+        return libc::ESRCH;
+    };
+    {
+        let st = lock(&rec.state);
+        if st.detached || st.joining {
+            return libc::EINVAL;
+        }
+    }
+    if poll || deadline.is_some() {
+        while rec.finished.load(Ordering::Acquire) == 0 {
+            if poll {
+                return libc::EBUSY;
+            }
+            if sync::wait(&rec.finished, 0, deadline) == WaitResult::TimedOut
+                && rec.finished.load(Ordering::Acquire) == 0
+            {
+                return libc::ETIMEDOUT;
+            }
+        }
+    }
+    {
+        let mut st = lock(&rec.state);
+        if st.detached || st.joining {
+            return libc::EINVAL;
+        }
+        st.joining = true;
+    }
+    match sched::join(&task) {
+        Ok(r) => {
+            if let Some(m) = lock(shard(id)).as_mut() {
+                m.remove(&id);
+            }
+            if !ret.is_null() {
+                // SAFETY: the caller passed a writable pointer or NULL.
+                unsafe { *ret = r as *mut c_void };
+            }
+            0
+        }
+        Err(JoinError::Deadlock) => libc::EDEADLK,
+        Err(JoinError::Claimed) => libc::EINVAL,
+    }
+}
+
+/// A coroutine joining a real thread: polls, so the worker keeps running.
+fn join_real_from_coroutine(
+    t: pthread_t,
+    ret: *mut *mut c_void,
+    deadline: Option<Deadline>,
+) -> c_int {
+    let mut nap = 1_000_000u64;
+    loop {
+        // SAFETY: the caller's contract (a real handle).
+        let r = unsafe { real::pthread_tryjoin_np(t, ret) };
+        if r != libc::EBUSY {
+            return r;
+        }
+        if deadline.is_some_and(|d| d.passed()) {
+            return libc::ETIMEDOUT;
+        }
+        sched::sleep_until(crate::sys::now_ns() + nap);
+        nap = (nap * 2).min(50_000_000);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_join(t: pthread_t, ret: *mut *mut c_void) -> c_int {
+    match decode(t) {
+        Some(id) => join_coroutine(id, ret, None, false),
+        None if in_coroutine() => join_real_from_coroutine(t, ret, None),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::pthread_join(t, ret) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
+    match decode(t) {
+        Some(id) => join_coroutine(id, ret, None, true),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::pthread_tryjoin_np(t, ret) },
+    }
+}
+
+/// An absolute timespec as a deadline on `clock`; None if invalid.
+pub(crate) fn abs_deadline(clock: clockid_t, abs: *const timespec) -> Option<Deadline> {
+    if abs.is_null() {
+        return None;
+    }
+    // SAFETY: non-null, readable by the caller's contract.
+    let ts = unsafe { *abs };
+    if !(0..1_000_000_000).contains(&ts.tv_nsec) {
+        return None;
+    }
+    let ns = if ts.tv_sec < 0 {
+        0
+    } else {
+        crate::sys::timespec_ns(&ts)
+    };
+    match clock {
+        libc::CLOCK_MONOTONIC => Some(Deadline::Monotonic(ns)),
+        libc::CLOCK_REALTIME => Some(Deadline::Realtime(ns)),
+        _ => None,
+    }
+}
+
+unsafe fn timed_join(
+    t: pthread_t,
+    ret: *mut *mut c_void,
+    clk: clockid_t,
+    abs: *const timespec,
+) -> c_int {
+    let Some(d) = abs_deadline(clk, abs) else {
+        return libc::EINVAL;
+    };
+    match decode(t) {
+        Some(id) => join_coroutine(id, ret, Some(d), false),
+        None if in_coroutine() => join_real_from_coroutine(t, ret, Some(d)),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::pthread_clockjoin_np(t, ret, clk, abs) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_timedjoin_np(
+    t: pthread_t,
+    ret: *mut *mut c_void,
+    abs: *const timespec,
+) -> c_int {
+    if decode(t).is_none() && !in_coroutine() {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_timedjoin_np(t, ret, abs) };
+    }
+    // SAFETY: forwarding the caller's arguments.
+    unsafe { timed_join(t, ret, libc::CLOCK_REALTIME, abs) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_clockjoin_np(
+    t: pthread_t,
+    ret: *mut *mut c_void,
+    clk: clockid_t,
+    abs: *const timespec,
+) -> c_int {
+    // SAFETY: forwarding the caller's arguments.
+    unsafe { timed_join(t, ret, clk, abs) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_detach(t: pthread_t) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { crate::sys::real::pthread_detach(t) };
+    };
+    let mut g = lock(shard(id));
+    let Some(e) = g.as_ref().and_then(|m| m.get(&id)) else {
+        return libc::ESRCH;
+    };
+    let task = e.task.clone();
+    let rec = e.rec.clone();
+    let mut st = lock(&rec.state);
+    if st.detached || st.joining {
+        return libc::EINVAL;
+    }
+    if sched::detach(&task).is_err() {
+        return libc::EINVAL;
+    }
+    st.detached = true;
+    if st.finished {
+        if let Some(m) = g.as_mut() {
+            m.remove(&id);
+        }
+    }
+    0
+}
+
+// ---------------------------------------------------------------------------
+// Names, attributes, scheduling, signals
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setname_np(t: pthread_t, name: *const c_char) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_setname_np(t, name) };
+    };
+    if name.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: a NUL-terminated string by the caller's contract.
+    let s = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+    if s.len() >= NAME_LEN {
+        return libc::ERANGE;
+    }
+    let Some(rec) = rec_of(id) else {
+        return libc::ESRCH;
+    };
+    let mut n = lock(&rec.name);
+    n.fill(0);
+    n[..s.len()].copy_from_slice(s);
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getname_np(t: pthread_t, buf: *mut c_char, len: size_t) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_getname_np(t, buf, len) };
+    };
+    if len < NAME_LEN {
+        return libc::ERANGE;
+    }
+    let Some(rec) = rec_of(id) else {
+        return libc::ESRCH;
+    };
+    let n = *lock(&rec.name);
+    // SAFETY: `buf` has room for `len` >= 16 bytes (caller's contract).
+    unsafe { std::ptr::copy_nonoverlapping(n.as_ptr(), buf as *mut u8, NAME_LEN) };
+    0
+}
+
+/// The coroutine behind `id` exists (and has not finished its work).
+fn alive(id: u64) -> Option<TaskRef> {
+    if id == current_id() {
+        return current_ref();
+    }
+    let (task, rec) = lookup(id)?;
+    (rec.finished.load(Ordering::Acquire) == 0).then_some(task)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getattr_np(t: pthread_t, attr: *mut pthread_attr_t) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_getattr_np(t, attr) };
+    };
+    let Some(task) = alive(id) else {
+        return libc::ESRCH;
+    };
+    let detached = rec_of(id).is_some_and(|r| lock(&r.state).detached);
+    // SAFETY: `attr` is writable storage for an attribute object.
+    unsafe {
+        libc::pthread_attr_init(attr);
+        libc::pthread_attr_setdetachstate(
+            attr,
+            if detached {
+                libc::PTHREAD_CREATE_DETACHED
+            } else {
+                libc::PTHREAD_CREATE_JOINABLE
+            },
+        );
+        libc::pthread_attr_setguardsize(attr, crate::sys::page_size());
+        match (id == current_id()).then(sched::current_stack).flatten() {
+            Some((lo, hi)) => {
+                pthread_attr_setstack(attr, lo as *mut c_void, hi - lo);
+            }
+            None => {
+                libc::pthread_attr_setstacksize(attr, task.stack_size);
+            }
+        }
+    }
+    0
+}
+
+/// The kernel thread a coroutine runs on (its home worker), for signals.
+fn worker_tid(task: &TaskRef) -> i32 {
+    let rt = match sched::runtime() {
+        Some(r) => r,
+        None => return crate::sys::gettid(),
+    };
+    let w = rt
+        .workers
+        .get(task.home())
+        .copied()
+        .unwrap_or(rt.workers[0]);
+    match w.tid.load(Ordering::Relaxed) {
+        0 => crate::sys::gettid(),
+        tid => tid,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_kill(t, sig) };
+    };
+    let Some(task) = alive(id) else {
+        return libc::ESRCH;
+    };
+    if sig == 0 {
+        return 0;
+    }
+    // SAFETY: tgkill to a thread of this process; no memory involved.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), worker_tid(&task), sig) };
+    if r < 0 {
+        crate::sys::errno()
+    } else {
+        0
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_sigqueue(t: pthread_t, sig: c_int, val: libc::sigval) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_sigqueue(t, sig, val) };
+    };
+    let Some(task) = alive(id) else {
+        return libc::ESRCH;
+    };
+    if sig == 0 {
+        return 0;
+    }
+    // siginfo for SI_QUEUE: signo, errno, code, then pid, uid, value.
+    let mut info = [0u64; 16];
+    // SAFETY: `info` is 128 bytes (sizeof siginfo_t), 8-aligned; the writes
+    // are within it at the offsets of the kernel's SI_QUEUE layout.
+    unsafe {
+        let p = info.as_mut_ptr() as *mut u8;
+        *(p as *mut i32) = sig;
+        *(p.add(8) as *mut i32) = libc::SI_QUEUE;
+        *(p.add(16) as *mut i32) = libc::getpid();
+        *(p.add(20) as *mut u32) = libc::getuid();
+        *(p.add(24) as *mut usize) = val.sival_ptr as usize;
+    }
+    // SAFETY: rt_tgsigqueueinfo with a valid siginfo buffer.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            libc::getpid(),
+            worker_tid(&task),
+            sig,
+            info.as_ptr(),
+        )
+    };
+    if r < 0 {
+        crate::sys::errno()
+    } else {
+        0
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setaffinity_np(
+    t: pthread_t,
+    size: size_t,
+    set: *const libc::cpu_set_t,
+) -> c_int {
+    match decode(t) {
+        // A coroutine cannot be pinned: accepted, no effect (README).
+        Some(id) => alive(id).map_or(libc::ESRCH, |_| 0),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::pthread_setaffinity_np(t, size, set) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getaffinity_np(
+    t: pthread_t,
+    size: size_t,
+    set: *mut libc::cpu_set_t,
+) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_getaffinity_np(t, size, set) };
+    };
+    if alive(id).is_none() {
+        return libc::ESRCH;
+    }
+    // The process's CPUs: a coroutine may run on any worker.
+    // SAFETY: the caller's buffer of `size` bytes.
+    let r = unsafe { libc::sched_getaffinity(libc::getpid(), size, set) };
+    if r < 0 {
+        crate::sys::errno()
+    } else {
+        0
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getcpuclockid(t: pthread_t, clk: *mut clockid_t) -> c_int {
+    match decode(t) {
+        // No per-coroutine CPU clock (a documented errno of this call).
+        Some(id) => alive(id).map_or(libc::ESRCH, |_| libc::ENOENT),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::pthread_getcpuclockid(t, clk) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getschedparam(
+    t: pthread_t,
+    policy: *mut c_int,
+    p: *mut libc::sched_param,
+) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_getschedparam(t, policy, p) };
+    };
+    if alive(id).is_none() {
+        return libc::ESRCH;
+    }
+    // SAFETY: writable out-pointers by the caller's contract.
+    unsafe {
+        *policy = libc::SCHED_OTHER;
+        (*p).sched_priority = 0;
+    }
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setschedparam(
+    t: pthread_t,
+    policy: c_int,
+    p: *const libc::sched_param,
+) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_setschedparam(t, policy, p) };
+    };
+    if alive(id).is_none() {
+        return libc::ESRCH;
+    }
+    // SAFETY: readable by the caller's contract.
+    let prio = unsafe { (*p).sched_priority };
+    if policy == libc::SCHED_OTHER && prio == 0 {
+        0
+    } else {
+        libc::EPERM
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setschedprio(t: pthread_t, prio: c_int) -> c_int {
+    match decode(t) {
+        Some(id) if alive(id).is_none() => libc::ESRCH,
+        Some(_) if prio == 0 => 0,
+        Some(_) => libc::EINVAL,
+        // SAFETY: the caller's contract.
+        None => unsafe { real::pthread_setschedprio(t, prio) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_cancel(t: pthread_t) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_cancel(t) };
+    };
+    if alive(id).is_none() {
+        return libc::ESRCH;
+    }
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        raw_stderr(
+            b"corun: pthread_cancel is not supported for threads run as coroutines; \
+              the thread was not cancelled (ENOTSUP). Run with CORUN_THREADS=native \
+              if the program relies on cancellation.\n",
+        );
+    }
+    libc::ENOTSUP
+}

@@ -1,0 +1,310 @@
+//! A futex that coroutines and native threads share: the parking primitive
+//! under every pthread synchronisation object.
+//!
+//! # Mechanism
+//!
+//! Lock words live in the program's own memory (a `pthread_mutex_t`, a
+//! `sem_t`...), so the waiter queues cannot: as in the kernel's futex and in
+//! Go's `semtable`, they live in a fixed table of buckets hashed by the
+//! word's address (a "parking lot"). The two operations are the futex ones:
+//!
+//! - `wait(word, expected, deadline)`: sleep if `*word == expected`, checked
+//!   under the bucket lock, until woken or the deadline;
+//! - `wake(word, n)`: wake up to `n` sleepers on `word`.
+//!
+//! Callers change the word first and wake second; a waiter compares under
+//! the bucket lock, so a change that happens before the wake is either seen
+//! by the comparison or its wake finds the waiter queued. No wake-up is lost.
+//!
+//! Who sleeps how:
+//!
+//! - a **coroutine** parks (its worker runs others) with its `Waiter` queued
+//!   in the bucket. Whether it was woken or timed out is decided by queue
+//!   membership under the bucket lock, exactly as the kernel decides for a
+//!   futex: a wake removes the waiter from the queue and so is always
+//!   consumed, even when the timer fired at the same moment. A mutex waiter
+//!   that times out can therefore never swallow the wake meant for another.
+//! - a **native thread** (a helper thread, a thread started before the
+//!   runtime) sleeps in the kernel with a real `FUTEX_WAIT` on the same word.
+//!   That is the protocol glibc's own locks speak, so an object a native
+//!   thread began waiting on through glibc before the runtime started is
+//!   still woken. Kernel sleepers are counted; `wake` makes the `FUTEX_WAKE`
+//!   syscall only when some may exist and the lot did not satisfy it.
+//!
+//! Nothing here knows about libc objects: `hooks::pthread_sync` builds
+//! mutexes, condition variables, rwlocks, barriers, once and semaphores on
+//! these two calls, with the algorithms one builds on a futex.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::fdtable::lock;
+use super::park::{current_id, in_coroutine, park, Woken};
+use super::waiter::Waiter;
+
+/// When a wait ends at the latest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deadline {
+    /// CLOCK_MONOTONIC, in ns.
+    Monotonic(u64),
+    /// CLOCK_REALTIME, in ns since the epoch. A coroutine converts it to the
+    /// monotonic clock when it starts waiting (a later jump of the wall
+    /// clock is not followed); a native thread gives it to the kernel as is.
+    Realtime(u64),
+}
+
+/// How a wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitResult {
+    /// Woken by `wake` (or spuriously: callers re-check their condition).
+    Woken,
+    /// The word did not hold the expected value: no sleep happened.
+    Mismatch,
+    /// The deadline passed.
+    TimedOut,
+}
+
+const BUCKETS: usize = 1024;
+
+struct Queue {
+    addr: usize,
+    waiters: VecDeque<Waiter>,
+}
+
+/// The queues of the words that hash to one bucket (usually zero or one).
+static LOT: [Mutex<Vec<Queue>>; BUCKETS] = [const { Mutex::new(Vec::new()) }; BUCKETS];
+
+/// Native threads that are, or may be about to be, in a kernel futex wait.
+static KERNEL_SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+
+fn bucket(addr: usize) -> &'static Mutex<Vec<Queue>> {
+    let h = (addr as u64 >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
+    &LOT[h as usize % BUCKETS]
+}
+
+/// Realtime clock in ns since the epoch.
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    crate::sys::timespec_ns(&ts)
+}
+
+impl Deadline {
+    /// The same instant on the monotonic clock.
+    pub fn monotonic(self) -> u64 {
+        match self {
+            Deadline::Monotonic(d) => d,
+            Deadline::Realtime(d) => {
+                let (now_r, now_m) = (realtime_ns(), crate::sys::now_ns());
+                now_m.saturating_add(d.saturating_sub(now_r))
+            }
+        }
+    }
+
+    /// Whether the deadline has passed.
+    pub fn passed(self) -> bool {
+        match self {
+            Deadline::Monotonic(d) => crate::sys::now_ns() >= d,
+            Deadline::Realtime(d) => realtime_ns() >= d,
+        }
+    }
+}
+
+/// Sleeps while `*word == expected`; see the module comment.
+pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
+    if deadline.is_some_and(|d| d.passed()) {
+        return if word.load(Ordering::SeqCst) == expected {
+            WaitResult::TimedOut
+        } else {
+            WaitResult::Mismatch
+        };
+    }
+    if in_coroutine() {
+        wait_coroutine(word, expected, deadline)
+    } else {
+        wait_kernel(word, expected, deadline)
+    }
+}
+
+fn wait_coroutine(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
+    let addr = word.as_ptr() as usize;
+    let b = bucket(addr);
+    let me = current_id();
+    let mut my_token = 0;
+    let woken = park(
+        |w| {
+            let mut g = lock(b);
+            if word.load(Ordering::SeqCst) != expected {
+                return false;
+            }
+            if let Waiter::Task { token, .. } = &w {
+                my_token = *token;
+            }
+            match g.iter_mut().find(|q| q.addr == addr) {
+                Some(q) => q.waiters.push_back(w),
+                None => g.push(Queue {
+                    addr,
+                    waiters: VecDeque::from([w]),
+                }),
+            }
+            true
+        },
+        deadline.map(Deadline::monotonic),
+    );
+    match woken {
+        Woken::NotParked => WaitResult::Mismatch,
+        Woken::Event => WaitResult::Woken,
+        Woken::TimedOut => {
+            // Still queued: nobody woke us, the timeout stands. Gone: a wake
+            // took us out of the queue, and it must count as ours.
+            let mut g = lock(b);
+            let Some(i) = g.iter().position(|q| q.addr == addr) else {
+                return WaitResult::Woken;
+            };
+            let q = &mut g[i];
+            let Some(j) = q.waiters.iter().position(|x| x.is_park(me, my_token)) else {
+                return WaitResult::Woken;
+            };
+            q.waiters.remove(j);
+            if q.waiters.is_empty() {
+                g.swap_remove(i);
+            }
+            WaitResult::TimedOut
+        }
+    }
+}
+
+fn wait_kernel(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
+    KERNEL_SLEEPERS.fetch_add(1, Ordering::SeqCst);
+    let (ts, flags) = match deadline {
+        None => (None, 0),
+        Some(Deadline::Monotonic(d)) => (Some(crate::sys::ns_timespec(d)), 0),
+        Some(Deadline::Realtime(d)) => {
+            (Some(crate::sys::ns_timespec(d)), libc::FUTEX_CLOCK_REALTIME)
+        }
+    };
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: FUTEX_WAIT_BITSET on a live AtomicU32 with an absolute timeout
+    // (or NULL); the kernel compares the word atomically.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG | flags,
+            expected,
+            tsp,
+            std::ptr::null::<u32>(),
+            libc::FUTEX_BITSET_MATCH_ANY,
+        )
+    };
+    let err = crate::sys::errno();
+    KERNEL_SLEEPERS.fetch_sub(1, Ordering::SeqCst);
+    if r == 0 {
+        return WaitResult::Woken;
+    }
+    match err {
+        libc::ETIMEDOUT => WaitResult::TimedOut,
+        libc::EAGAIN => WaitResult::Mismatch,
+        _ => WaitResult::Woken,
+    }
+}
+
+/// Wakes up to `n` sleepers on `word` (coroutines first, then threads
+/// sleeping in the kernel). Returns the number of coroutines woken.
+pub fn wake(word: &AtomicU32, n: usize) -> usize {
+    let addr = word.as_ptr() as usize;
+    let mut woken: Vec<Waiter> = Vec::new();
+    {
+        let mut g = lock(bucket(addr));
+        if let Some(i) = g.iter().position(|q| q.addr == addr) {
+            let q = &mut g[i];
+            while woken.len() < n {
+                match q.waiters.pop_front() {
+                    Some(w) => woken.push(w),
+                    None => break,
+                }
+            }
+            if q.waiters.is_empty() {
+                g.swap_remove(i);
+            }
+        }
+    }
+    let k = woken.len();
+    for w in woken {
+        w.wake();
+    }
+    if k < n {
+        fence(Ordering::SeqCst);
+        if KERNEL_SLEEPERS.load(Ordering::SeqCst) != 0 {
+            let m = (n - k).min(i32::MAX as usize) as i32;
+            // SAFETY: FUTEX_WAKE on a live word; no memory is written.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    word.as_ptr(),
+                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                    m,
+                )
+            };
+        }
+    }
+    k
+}
+
+/// Wakes every sleeper on `word`.
+pub fn wake_all(word: &AtomicU32) -> usize {
+    wake(word, usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn mismatch_does_not_sleep() {
+        let w = AtomicU32::new(1);
+        assert_eq!(wait(&w, 0, None), WaitResult::Mismatch);
+    }
+
+    #[test]
+    fn thread_timeout_monotonic_and_realtime() {
+        let w = AtomicU32::new(0);
+        let t0 = crate::sys::now_ns();
+        let d = Deadline::Monotonic(t0 + 5_000_000);
+        assert_eq!(wait(&w, 0, Some(d)), WaitResult::TimedOut);
+        assert!(crate::sys::now_ns() >= t0 + 5_000_000);
+        let d = Deadline::Realtime(realtime_ns() + 5_000_000);
+        assert_eq!(wait(&w, 0, Some(d)), WaitResult::TimedOut);
+        assert!(d.passed());
+    }
+
+    #[test]
+    fn thread_wake() {
+        let w = Arc::new(AtomicU32::new(0));
+        let w2 = w.clone();
+        let h = std::thread::spawn(move || {
+            while w2.load(Ordering::SeqCst) == 0 {
+                wait(&w2, 0, None);
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        w.store(1, Ordering::SeqCst);
+        wake_all(&w);
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn realtime_converts_to_monotonic() {
+        let m = Deadline::Realtime(realtime_ns() + 1_000_000_000).monotonic();
+        let now = crate::sys::now_ns();
+        assert!(m > now + 900_000_000 && m <= now + 1_000_000_000);
+    }
+}
