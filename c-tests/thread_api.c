@@ -71,6 +71,15 @@ static void *detached_body(void *a)
     return NULL;
 }
 
+static void *self_detaching_body(void *a)
+{
+    (void)a;
+    CHECK(pthread_detach(pthread_self()) == 0, "detach self");
+    usleep(1000);
+    sem_post(&detached_done);
+    return NULL;
+}
+
 static char name_seen[32];
 static void *named_body(void *a)
 {
@@ -165,10 +174,13 @@ static void api(void)
     CHECK(pthread_create(&d1, &da, detached_body, NULL) == 0, "create detached");
     CHECK(pthread_create(&d2, NULL, detached_body, NULL) == 0, "create");
     CHECK(pthread_detach(d2) == 0, "detach");
+    pthread_t d3;
+    CHECK(pthread_create(&d3, NULL, self_detaching_body, NULL) == 0, "create");
+    sem_wait(&detached_done);
     sem_wait(&detached_done);
     sem_wait(&detached_done);
     pthread_attr_destroy(&da);
-    printf("detach: by attribute and by pthread_detach\n");
+    printf("detach: by attribute, by pthread_detach, by the thread itself\n");
 
     /* names */
     pthread_t n;
@@ -201,6 +213,10 @@ static void api(void)
     pthread_t w;
     pthread_create(&w, NULL, sleeper, (void *)5);
     CHECK(pthread_kill(w, 0) == 0, "kill 0 on a live thread");
+    CHECK(pthread_kill(pthread_self(), 0) == 0, "kill 0 on main");
+    char mname[16] = "";
+    CHECK(pthread_getname_np(pthread_self(), mname, sizeof mname) == 0 && strcmp(mname, "thread_api") == 0,
+          "main's name '%s'", mname);
     CHECK(pthread_tryjoin_np(w, NULL) == EBUSY, "tryjoin running");
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

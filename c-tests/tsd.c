@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,11 +92,14 @@ static void *worker(void *arg)
     return arg;
 }
 
+static sem_t key_set, key_deleted;
+
 static void *deleted_key(void *arg)
 {
     pthread_key_t k = *(pthread_key_t *)arg;
     pthread_setspecific(k, (void *)7);
-    usleep(20000); /* main deletes k and creates another, maybe same number */
+    sem_post(&key_set);
+    sem_wait(&key_deleted); /* main deletes k and creates another, maybe same number */
     return pthread_getspecific(k);
 }
 
@@ -128,12 +132,14 @@ int main(void)
     pthread_key_t k;
     pthread_key_create(&k, NULL);
     pthread_t d;
+    sem_init(&key_set, 0, 0);
+    sem_init(&key_deleted, 0, 0);
     pthread_create(&d, NULL, deleted_key, &k);
-    usleep(5000);
+    sem_wait(&key_set);
     pthread_key_delete(k);
     pthread_key_t k2;
     pthread_key_create(&k2, NULL);
-    k = k2;
+    sem_post(&key_deleted);
     void *after;
     pthread_join(d, &after);
     int deleted_ok = after == NULL;

@@ -421,6 +421,49 @@ fn default_stack_size() -> usize {
     })
 }
 
+/// Where glibc keeps the stack size in a `pthread_attr_t`, found once by
+/// setting a recognisable size on a sample attribute. glibc's
+/// `pthread_attr_getstacksize` reports the default size for an attribute
+/// whose size was never set, which must not count as the program asking.
+fn stacksize_offset() -> Option<usize> {
+    static OFF: OnceLock<Option<usize>> = OnceLock::new();
+    *OFF.get_or_init(|| {
+        const PROBE: usize = 0x1234_5000;
+        // SAFETY: glibc initialises and destroys a local attribute object;
+        // it is read as plain bytes in between.
+        unsafe {
+            let mut a: pthread_attr_t = std::mem::zeroed();
+            libc::pthread_attr_init(&mut a);
+            libc::pthread_attr_setstacksize(&mut a, PROBE);
+            let words = std::mem::size_of::<pthread_attr_t>() / std::mem::size_of::<usize>();
+            let p = &a as *const pthread_attr_t as *const usize;
+            let off = (0..words).find(|&i| *p.add(i) == PROBE);
+            libc::pthread_attr_destroy(&mut a);
+            off
+        }
+    })
+}
+
+/// The stack size the program set on `attr`, if it set one.
+///
+/// # Safety
+/// `attr` points at an initialised attribute object.
+unsafe fn explicit_stack_size(attr: *const pthread_attr_t) -> Option<usize> {
+    match stacksize_offset() {
+        // SAFETY: the offset is a word inside the object (found by the probe).
+        Some(i) => match unsafe { *(attr as *const usize).add(i) } {
+            0 => None,
+            n => Some(n),
+        },
+        None => {
+            let mut size: size_t = 0;
+            // SAFETY: the caller's attribute object.
+            (unsafe { libc::pthread_attr_getstacksize(attr, &mut size) } == 0 && size != 0)
+                .then_some(size)
+        }
+    }
+}
+
 /// The end of a coroutine thread's life, in the coroutine: key destructors,
 /// then the table learns it finished (a detached thread leaves it).
 fn thread_end() {
@@ -462,16 +505,14 @@ pub unsafe extern "C" fn pthread_create(
     let mut stack = default_stack_size();
     let mut detached = false;
     if !attr.is_null() {
-        let mut size: size_t = 0;
-        let mut ds: c_int = 0;
         // SAFETY: `attr` is an initialised attribute object (caller's contract).
-        unsafe {
-            if libc::pthread_attr_getstacksize(attr, &mut size) == 0 && size != 0 {
-                stack = size.clamp(crate::config::MIN_STACK_SIZE, crate::config::MAX_STACK_SIZE);
-            }
-            if pthread_attr_getdetachstate(attr, &mut ds) == 0 {
-                detached = ds == libc::PTHREAD_CREATE_DETACHED;
-            }
+        if let Some(size) = unsafe { explicit_stack_size(attr) } {
+            stack = size.clamp(crate::config::MIN_STACK_SIZE, crate::config::MAX_STACK_SIZE);
+        }
+        let mut ds: c_int = 0;
+        // SAFETY: as above.
+        if unsafe { pthread_attr_getdetachstate(attr, &mut ds) } == 0 {
+            detached = ds == libc::PTHREAD_CREATE_DETACHED;
         }
     }
     let rec = ThreadRec::new(inherited_name());
@@ -481,10 +522,14 @@ pub unsafe extern "C" fn pthread_create(
     let rec2 = rec.clone();
     let arg = arg as usize;
     let entry = sched::Entry::Rust(Box::new(move || {
-        if let Some(t) = current() {
+        if let Some(me) = current_ref() {
+            // The thread enters itself in the table before running any
+            // program code (pthread_create does too, whichever is first):
+            // it may hand out its own handle at once.
+            register(me.clone(), &rec2);
             // SAFETY: the new task's own extension, set before it runs code.
             unsafe {
-                *t.ext.get() = Some(Box::new(ThreadLocal {
+                *me.ext.get() = Some(Box::new(ThreadLocal {
                     rec: rec2,
                     created: true,
                     tsd: Vec::new(),
@@ -507,23 +552,27 @@ pub unsafe extern "C" fn pthread_create(
     if detached {
         let _ = sched::detach(&task);
     }
-    {
-        let mut g = lock(shard(id));
-        let st = lock(&rec.state);
-        // A detached thread may already be gone; it must not be entered.
-        if !(st.detached && st.finished) {
-            g.get_or_insert_with(HashMap::new).insert(
-                id,
-                Entry {
-                    task,
-                    rec: rec.clone(),
-                },
-            );
-        }
-    }
+    register(task, &rec);
     // SAFETY: the caller passed a writable pthread_t.
     unsafe { *thread = encode(id) };
     0
+}
+
+/// Enters a created thread in the table unless it is there already, or
+/// already ended detached (and left it).
+fn register(task: TaskRef, rec: &Arc<ThreadRec>) {
+    let id = task.id;
+    let mut g = lock(shard(id));
+    let st = lock(&rec.state);
+    if st.detached && st.finished {
+        return;
+    }
+    g.get_or_insert_with(HashMap::new)
+        .entry(id)
+        .or_insert_with(|| Entry {
+            task,
+            rec: rec.clone(),
+        });
 }
 
 #[no_mangle]
@@ -574,9 +623,23 @@ fn wait_native_threads() {
 #[no_mangle]
 pub unsafe extern "C" fn pthread_self() -> pthread_t {
     match current() {
-        Some(t) => encode(t.id),
+        Some(t) if coroutine_threads() => {
+            if t.id == MAIN_ID {
+                adopt_main();
+            }
+            encode(t.id)
+        }
         // SAFETY: no arguments.
-        None => unsafe { real::pthread_self() },
+        _ => unsafe { real::pthread_self() },
+    }
+}
+
+/// Enters `main` in the table the first time it asks for its handle, so
+/// other threads can use that handle (pthread_kill(main, 0), names).
+fn adopt_main() {
+    static ADOPTED: AtomicBool = AtomicBool::new(false);
+    if !ADOPTED.swap(true, Ordering::AcqRel) {
+        with_local(|_| ());
     }
 }
 
