@@ -648,6 +648,25 @@ pub extern "C" fn pthread_equal(a: pthread_t, b: pthread_t) -> c_int {
     (a == b) as c_int
 }
 
+/// `sched_yield` in a coroutine lets the worker's other coroutines run: a
+/// program that spins with sched_yield waiting for another thread would
+/// otherwise never let that thread (a coroutine of the same worker) run.
+#[no_mangle]
+pub unsafe extern "C" fn sched_yield() -> c_int {
+    if in_coroutine() {
+        sched::yield_now();
+        return 0;
+    }
+    // SAFETY: no arguments.
+    unsafe { libc::syscall(libc::SYS_sched_yield) as c_int }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_yield() -> c_int {
+    // SAFETY: no arguments.
+    unsafe { sched_yield() }
+}
+
 // ---------------------------------------------------------------------------
 // Joining and detaching
 

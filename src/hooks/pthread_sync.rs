@@ -123,7 +123,6 @@ extern "C" {
     fn pthread_mutex_init(m: *mut pthread_mutex_t, a: *const libc::pthread_mutexattr_t) -> c_int;
     fn pthread_barrierattr_getpshared(a: *const pthread_barrierattr_t, v: *mut c_int) -> c_int;
     fn sem_init(s: *mut sem_t, pshared: c_int, value: c_uint) -> c_int;
-    fn sched_yield() -> c_int;
 }
 
 // ---------------------------------------------------------------------------
@@ -1022,8 +1021,8 @@ pub unsafe extern "C" fn pthread_barrier_destroy(b: *mut pthread_barrier_t) -> c
         if in_coroutine() {
             yield_now();
         } else {
-            // SAFETY: no arguments.
-            unsafe { sched_yield() };
+            // SAFETY: the raw syscall (sched_yield is interposed).
+            unsafe { libc::syscall(libc::SYS_sched_yield) };
         }
     }
     w.tag.store(0, Ordering::Release);
