@@ -543,9 +543,11 @@ pub unsafe extern "C" fn pthread_create(
     LIVE.fetch_add(1, Ordering::AcqRel);
     let task = match sched::spawn_at(entry, stack, start as usize) {
         Ok(t) => t,
-        Err(e) => {
+        Err(_) => {
+            // No stack could be had (memory, or the mappings limit): what
+            // glibc reports for lacking resources.
             LIVE.fetch_sub(1, Ordering::AcqRel);
-            return e;
+            return libc::EAGAIN;
         }
     };
     let id = task.id;
