@@ -500,7 +500,7 @@ pub unsafe extern "C" fn pthread_create(
     };
     if !coroutine_threads() {
         // SAFETY: the caller's contract.
-        return unsafe { crate::sys::real::pthread_create(thread, attr, start, arg) };
+        return unsafe { create_native(thread, attr, start, arg) };
     }
     let mut stack = default_stack_size();
     let mut detached = false;
@@ -593,33 +593,88 @@ pub unsafe extern "C" fn pthread_exit(value: *mut c_void) -> ! {
 /// `main` called pthread_exit: the process lives until the last thread
 /// ends, then exits with status 0 (atexit handlers run).
 fn main_exit() -> ! {
-    if coroutine_threads() {
+    for live in [&LIVE, &NATIVE_LIVE] {
         loop {
-            let n = LIVE.load(Ordering::Acquire);
+            let n = live.load(Ordering::Acquire);
             if n == 0 {
                 break;
             }
-            sync::wait(&LIVE, n, None);
+            sync::wait(live, n, None);
         }
-    } else {
-        // Native threads are not counted: watch the kernel's list.
-        wait_native_threads();
     }
     // SAFETY: ending the process as the last thread's exit would.
     unsafe { libc::exit(0) }
 }
 
-/// With native threads: waits until the process has no thread but the
-/// runtime's workers.
-fn wait_native_threads() {
-    let workers = sched::runtime().map_or(1, |r| r.workers.len());
-    loop {
-        let n = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count());
-        if n <= workers {
-            return;
+/// Kernel threads the program made with CORUN_THREADS=native and that have
+/// not ended (main's pthread_exit waits for them too).
+static NATIVE_LIVE: AtomicU32 = AtomicU32::new(0);
+
+/// A glibc key whose destructor tells that a native thread ended, however
+/// it ended (return, pthread_exit, cancellation): glibc runs it in every case.
+fn native_exit_key() -> Option<pthread_key_t> {
+    static KEY: OnceLock<Option<pthread_key_t>> = OnceLock::new();
+    *KEY.get_or_init(|| {
+        unsafe extern "C" fn gone(_: *mut c_void) {
+            if NATIVE_LIVE.fetch_sub(1, Ordering::AcqRel) == 1 {
+                sync::wake_all(&NATIVE_LIVE);
+            }
         }
-        sched::sleep_until(crate::sys::now_ns() + 20_000_000);
+        let mut k: pthread_key_t = 0;
+        // SAFETY: glibc allocates a key; `gone` has the destructor's type.
+        (unsafe { real::pthread_key_create(&mut k, Some(gone)) } == 0).then_some(k)
+    })
+}
+
+struct NativeStart {
+    start: StartFn,
+    arg: usize,
+}
+
+/// First frame of a native thread: arms the exit key, then runs the
+/// program's routine. "C-unwind" and nothing to drop: glibc's forced unwind
+/// (pthread_exit, cancellation) may pass through it.
+extern "C-unwind" fn native_trampoline(p: *mut c_void) -> *mut c_void {
+    // SAFETY: `p` is the Box leaked by create_native, taken once.
+    let NativeStart { start, arg } = *unsafe { Box::from_raw(p as *mut NativeStart) };
+    if let Some(k) = native_exit_key() {
+        // SAFETY: a valid key; any non-NULL value arms the destructor.
+        unsafe { real::pthread_setspecific(k, 1 as *const c_void) };
     }
+    start(arg as *mut c_void)
+}
+
+/// CORUN_THREADS=native: a kernel thread, counted while it lives.
+unsafe fn create_native(
+    thread: *mut pthread_t,
+    attr: *const pthread_attr_t,
+    start: StartFn,
+    arg: *mut c_void,
+) -> c_int {
+    if native_exit_key().is_none() {
+        // SAFETY: the caller's contract.
+        return unsafe { crate::sys::real::pthread_create(thread, attr, start, arg) };
+    }
+    let p = Box::into_raw(Box::new(NativeStart {
+        start,
+        arg: arg as usize,
+    }));
+    // SAFETY: glibc calls the trampoline with the C start routine's
+    // signature; "C-unwind" only adds that unwinding may pass through.
+    let tramp: StartFn = unsafe {
+        std::mem::transmute::<extern "C-unwind" fn(*mut c_void) -> *mut c_void, StartFn>(
+            native_trampoline,
+        )
+    };
+    NATIVE_LIVE.fetch_add(1, Ordering::AcqRel);
+    // SAFETY: the caller's arguments, with our trampoline and its argument.
+    let r = unsafe { crate::sys::real::pthread_create(thread, attr, tramp, p as *mut c_void) };
+    if r != 0 {
+        NATIVE_LIVE.fetch_sub(1, Ordering::AcqRel);
+        // SAFETY: the thread was not created: the Box is still ours.
+        drop(unsafe { Box::from_raw(p) });
+    }
+    r
 }
 
 #[no_mangle]
@@ -650,23 +705,11 @@ pub extern "C" fn pthread_equal(a: pthread_t, b: pthread_t) -> c_int {
     (a == b) as c_int
 }
 
-/// `sched_yield` in a coroutine lets the worker's other coroutines run: a
-/// program that spins with sched_yield waiting for another thread would
-/// otherwise never let that thread (a coroutine of the same worker) run.
-#[no_mangle]
-pub unsafe extern "C" fn sched_yield() -> c_int {
-    if in_coroutine() {
-        sched::yield_now();
-        return 0;
-    }
-    // SAFETY: no arguments.
-    unsafe { libc::syscall(libc::SYS_sched_yield) as c_int }
-}
-
+/// `pthread_yield` is `sched_yield` (hooks/signal.rs: yields the coroutine).
 #[no_mangle]
 pub unsafe extern "C" fn pthread_yield() -> c_int {
     // SAFETY: no arguments.
-    unsafe { sched_yield() }
+    unsafe { super::signal::sched_yield() }
 }
 
 // ---------------------------------------------------------------------------
