@@ -639,7 +639,7 @@ extern "C-unwind" fn native_trampoline(p: *mut c_void) -> *mut c_void {
     let NativeStart { start, arg } = *unsafe { Box::from_raw(p as *mut NativeStart) };
     if let Some(k) = native_exit_key() {
         // SAFETY: a valid key; any non-NULL value arms the destructor.
-        unsafe { real::pthread_setspecific(k, 1 as *const c_void) };
+        unsafe { real::pthread_setspecific(k, std::ptr::dangling::<c_void>()) };
     }
     start(arg as *mut c_void)
 }
