@@ -807,6 +807,28 @@ fn rw_unlock(w: &RwWords) -> c_int {
     }
 }
 
+type RwLockFn = fn(&RwWords, bool, Option<Deadline>) -> c_int;
+
+/// A timed rwlock operation: try first, then wait until the deadline (an
+/// invalid deadline is EINVAL only when waiting is needed, as glibc).
+/// None: the lock is glibc's (process-shared), pass through.
+///
+/// # Safety
+/// `l` points at a live pthread_rwlock_t; `abs` is NULL or readable.
+unsafe fn rw_timed(
+    l: *mut pthread_rwlock_t,
+    clk: clockid_t,
+    abs: *const timespec,
+    lock: RwLockFn,
+) -> Option<c_int> {
+    // SAFETY: the caller's rwlock.
+    let w = unsafe { rw_ours(l) }?;
+    Some(match lock(w, true, None) {
+        libc::EBUSY => deadline_of(clk, abs).map_or_else(|e| e, |d| lock(w, false, Some(d))),
+        r => r,
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
     // SAFETY: the caller's rwlock.
@@ -832,15 +854,10 @@ pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
     l: *mut pthread_rwlock_t,
     abs: *const timespec,
 ) -> c_int {
-    // SAFETY: the caller's rwlock.
-    match unsafe { rw_ours(l) } {
-        Some(w) => match rdlock(w, true, None) {
-            libc::EBUSY => deadline_of(libc::CLOCK_REALTIME, abs)
-                .map_or_else(|e| e, |d| rdlock(w, false, Some(d))),
-            r => r,
-        },
-        // SAFETY: the caller's contract.
-        None => unsafe { real::pthread_rwlock_timedrdlock(l, abs) },
+    // SAFETY: the caller's rwlock and timespec.
+    unsafe {
+        rw_timed(l, libc::CLOCK_REALTIME, abs, rdlock)
+            .unwrap_or_else(|| real::pthread_rwlock_timedrdlock(l, abs))
     }
 }
 
@@ -850,14 +867,10 @@ pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
     clk: clockid_t,
     abs: *const timespec,
 ) -> c_int {
-    // SAFETY: the caller's rwlock.
-    match unsafe { rw_ours(l) } {
-        Some(w) => match rdlock(w, true, None) {
-            libc::EBUSY => deadline_of(clk, abs).map_or_else(|e| e, |d| rdlock(w, false, Some(d))),
-            r => r,
-        },
-        // SAFETY: the caller's contract.
-        None => unsafe { real::pthread_rwlock_clockrdlock(l, clk, abs) },
+    // SAFETY: the caller's rwlock and timespec.
+    unsafe {
+        rw_timed(l, clk, abs, rdlock)
+            .unwrap_or_else(|| real::pthread_rwlock_clockrdlock(l, clk, abs))
     }
 }
 
@@ -886,15 +899,10 @@ pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
     l: *mut pthread_rwlock_t,
     abs: *const timespec,
 ) -> c_int {
-    // SAFETY: the caller's rwlock.
-    match unsafe { rw_ours(l) } {
-        Some(w) => match wrlock(w, true, None) {
-            libc::EBUSY => deadline_of(libc::CLOCK_REALTIME, abs)
-                .map_or_else(|e| e, |d| wrlock(w, false, Some(d))),
-            r => r,
-        },
-        // SAFETY: the caller's contract.
-        None => unsafe { real::pthread_rwlock_timedwrlock(l, abs) },
+    // SAFETY: the caller's rwlock and timespec.
+    unsafe {
+        rw_timed(l, libc::CLOCK_REALTIME, abs, wrlock)
+            .unwrap_or_else(|| real::pthread_rwlock_timedwrlock(l, abs))
     }
 }
 
@@ -904,14 +912,10 @@ pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
     clk: clockid_t,
     abs: *const timespec,
 ) -> c_int {
-    // SAFETY: the caller's rwlock.
-    match unsafe { rw_ours(l) } {
-        Some(w) => match wrlock(w, true, None) {
-            libc::EBUSY => deadline_of(clk, abs).map_or_else(|e| e, |d| wrlock(w, false, Some(d))),
-            r => r,
-        },
-        // SAFETY: the caller's contract.
-        None => unsafe { real::pthread_rwlock_clockwrlock(l, clk, abs) },
+    // SAFETY: the caller's rwlock and timespec.
+    unsafe {
+        rw_timed(l, clk, abs, wrlock)
+            .unwrap_or_else(|| real::pthread_rwlock_clockwrlock(l, clk, abs))
     }
 }
 
