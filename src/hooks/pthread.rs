@@ -394,11 +394,27 @@ fn run_key_destructors() {
 // ---------------------------------------------------------------------------
 // Creation and ending
 
+/// Whether the environment variable `name` is set to `value` (surrounding
+/// blanks ignored). `getenv`: no allocation, no lock, so it is safe inside
+/// `malloc` (see `pthread_sync::on`).
+pub(crate) fn env_is(name: &std::ffi::CStr, value: &[u8]) -> bool {
+    // SAFETY: getenv with a NUL-terminated name; the result is NULL or a
+    // NUL-terminated string that lives while the environment is unchanged.
+    let p = unsafe { libc::getenv(name.as_ptr()) };
+    if p.is_null() {
+        return false;
+    }
+    // SAFETY: as above.
+    let v = unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes();
+    v.trim_ascii() == value
+}
+
 /// Stack size for a thread created without a stack size attribute.
 fn default_stack_size() -> usize {
     static SIZE: OnceLock<usize> = OnceLock::new();
     *SIZE.get_or_init(|| {
-        if std::env::var_os("CORUN_STACK_SIZE").is_some() {
+        // SAFETY: getenv with a NUL-terminated name (no allocation: see env_is).
+        if !unsafe { libc::getenv(c"CORUN_STACK_SIZE".as_ptr()) }.is_null() {
             if let Some(r) = sched::runtime() {
                 return r.config.stack_size;
             }

@@ -130,16 +130,15 @@ extern "C" {
 
 /// Whether the pthread interposition is on. Before the runtime starts
 /// (constructors) the environment decides; the runtime checks the value.
+///
+/// No lock and no allocation here: this runs inside `malloc` when the
+/// program's allocator (jemalloc, tcmalloc) locks pthread mutexes, and a
+/// `OnceLock` or `std::env::var` (which allocates) would re-enter itself.
 #[inline]
 fn on() -> bool {
     match sched::runtime() {
         Some(r) => r.config.threads == ThreadMode::Coroutine,
-        None => {
-            static ENV_ON: OnceLock<bool> = OnceLock::new();
-            *ENV_ON.get_or_init(|| {
-                std::env::var("CORUN_THREADS").map_or(true, |v| v.trim() != "native")
-            })
-        }
+        None => !super::pthread::env_is(c"CORUN_THREADS", b"native"),
     }
 }
 

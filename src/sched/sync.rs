@@ -35,9 +35,8 @@
 //! mutexes, condition variables, rwlocks, barriers, once and semaphores on
 //! these two calls, with the algorithms one builds on a futex.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use super::fdtable::lock;
 use super::park::{current_id, in_coroutine, park, Woken};
@@ -67,18 +66,23 @@ pub enum WaitResult {
 
 const BUCKETS: usize = 1024;
 
-struct Queue {
+/// One sleeping coroutine: the word it waits on, and how to wake it.
+struct Slot {
     addr: usize,
-    waiters: VecDeque<Waiter>,
+    waiter: Waiter,
 }
 
-/// The queues of the words that hash to one bucket (usually zero or one).
-static LOT: [Mutex<Vec<Queue>>; BUCKETS] = [const { Mutex::new(Vec::new()) }; BUCKETS];
+/// The sleepers of the words that hash to one bucket, in arrival order.
+///
+/// Nothing is allocated or freed while a bucket is locked: the program's
+/// `malloc` may itself lock pthread mutexes (jemalloc, tcmalloc do), whose
+/// contended path comes back here, possibly to this very bucket.
+static LOT: [Mutex<Vec<Slot>>; BUCKETS] = [const { Mutex::new(Vec::new()) }; BUCKETS];
 
 /// Native threads that are, or may be about to be, in a kernel futex wait.
 static KERNEL_SLEEPERS: AtomicUsize = AtomicUsize::new(0);
 
-fn bucket(addr: usize) -> &'static Mutex<Vec<Queue>> {
+fn bucket(addr: usize) -> &'static Mutex<Vec<Slot>> {
     let h = (addr as u64 >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
     &LOT[h as usize % BUCKETS]
 }
@@ -131,6 +135,32 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> Wait
     }
 }
 
+/// Locks bucket `b` with room for one more slot, growing it (if needed)
+/// with the lock released.
+fn lock_with_room(b: &'static Mutex<Vec<Slot>>) -> MutexGuard<'static, Vec<Slot>> {
+    loop {
+        let g = lock(b);
+        if g.len() < g.capacity() {
+            return g;
+        }
+        let want = (g.capacity() * 2).max(8);
+        drop(g);
+        let mut fresh: Vec<Slot> = Vec::with_capacity(want);
+        let mut g = lock(b);
+        if g.len() < g.capacity() {
+            drop(g);
+            drop(fresh);
+            continue;
+        }
+        // `fresh` holds more than `g` has: moving does not allocate.
+        fresh.extend(g.drain(..));
+        std::mem::swap(&mut *g, &mut fresh);
+        drop(g);
+        // The old buffer is freed here, unlocked.
+        drop(fresh);
+    }
+}
+
 fn wait_coroutine(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
     let addr = word.as_ptr() as usize;
     let b = bucket(addr);
@@ -138,20 +168,15 @@ fn wait_coroutine(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -
     let mut my_token = 0;
     let woken = park(
         |w| {
-            let mut g = lock(b);
+            let mut g = lock_with_room(b);
             if word.load(Ordering::SeqCst) != expected {
+                drop(g);
                 return false;
             }
             if let Waiter::Task { token, .. } = &w {
                 my_token = *token;
             }
-            match g.iter_mut().find(|q| q.addr == addr) {
-                Some(q) => q.waiters.push_back(w),
-                None => g.push(Queue {
-                    addr,
-                    waiters: VecDeque::from([w]),
-                }),
-            }
+            g.push(Slot { addr, waiter: w });
             true
         },
         deadline.map(Deadline::monotonic),
@@ -163,17 +188,15 @@ fn wait_coroutine(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -
             // Still queued: nobody woke us, the timeout stands. Gone: a wake
             // took us out of the queue, and it must count as ours.
             let mut g = lock(b);
-            let Some(i) = g.iter().position(|q| q.addr == addr) else {
+            let Some(i) = g
+                .iter()
+                .position(|s| s.addr == addr && s.waiter.is_park(me, my_token))
+            else {
                 return WaitResult::Woken;
             };
-            let q = &mut g[i];
-            let Some(j) = q.waiters.iter().position(|x| x.is_park(me, my_token)) else {
-                return WaitResult::Woken;
-            };
-            q.waiters.remove(j);
-            if q.waiters.is_empty() {
-                g.swap_remove(i);
-            }
+            let slot = g.remove(i);
+            drop(g);
+            drop(slot);
             WaitResult::TimedOut
         }
     }
@@ -220,25 +243,38 @@ fn wait_kernel(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> W
 /// sleeping in the kernel). Returns the number of coroutines woken.
 pub fn wake(word: &AtomicU32, n: usize) -> usize {
     let addr = word.as_ptr() as usize;
-    let mut woken: Vec<Waiter> = Vec::new();
-    {
-        let mut g = lock(bucket(addr));
-        if let Some(i) = g.iter().position(|q| q.addr == addr) {
-            let q = &mut g[i];
-            while woken.len() < n {
-                match q.waiters.pop_front() {
-                    Some(w) => woken.push(w),
-                    None => break,
-                }
+    let b = bucket(addr);
+    let mut k = 0;
+    if n == 1 {
+        let slot = {
+            let mut g = lock(b);
+            g.iter().position(|s| s.addr == addr).map(|i| g.remove(i))
+        };
+        if let Some(s) = slot {
+            s.waiter.wake();
+            k = 1;
+        }
+    } else {
+        // Every sleeper that saw the old value is queued by now (compare and
+        // queue happen under the bucket lock, after the caller changed the
+        // word): count them, make room unlocked, take them out.
+        let count = lock(b).iter().filter(|s| s.addr == addr).count();
+        if count != 0 {
+            let room = count.min(n);
+            let mut out: Vec<Waiter> = Vec::with_capacity(room);
+            {
+                let mut g = lock(b);
+                out.extend(
+                    g.extract_if(.., |s| s.addr == addr)
+                        .take(room)
+                        .map(|s| s.waiter),
+                );
             }
-            if q.waiters.is_empty() {
-                g.swap_remove(i);
+            k = out.len();
+            for w in out {
+                w.wake();
             }
         }
-    }
-    let k = woken.len();
-    for w in woken {
-        w.wake();
     }
     if k < n {
         fence(Ordering::SeqCst);
