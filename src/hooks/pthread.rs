@@ -302,6 +302,28 @@ pub unsafe extern "C" fn pthread_key_create(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn __pthread_getspecific(key: pthread_key_t) -> *mut c_void {
+    // SAFETY: forwarded.
+    unsafe { pthread_getspecific(key) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __pthread_setspecific(key: pthread_key_t, value: *const c_void) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { pthread_setspecific(key, value) }
+}
+
+/// The old exported aliases (glibc compat symbols) some libraries still call.
+#[no_mangle]
+pub unsafe extern "C" fn __pthread_key_create(
+    key: *mut pthread_key_t,
+    dtor: Option<unsafe extern "C" fn(*mut c_void)>,
+) -> c_int {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { pthread_key_create(key, dtor) }
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn pthread_key_delete(key: pthread_key_t) -> c_int {
     // SAFETY: plain integer.
     let r = unsafe { real::pthread_key_delete(key) };
@@ -335,8 +357,9 @@ pub unsafe extern "C" fn pthread_setspecific(key: pthread_key_t, value: *const c
         return unsafe { real::pthread_setspecific(key, value) };
     }
     let gen = KEY_GEN[k].load(Ordering::Acquire);
-    if gen & 1 == 0 {
-        // Never created, or deleted.
+    if gen != 0 && gen & 1 == 0 {
+        // Deleted. (0: a key corun did not see created, e.g. by glibc's
+        // internal name; glibc checks it.)
         return libc::EINVAL;
     }
     with_local(|l| {

@@ -1234,3 +1234,33 @@ pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
     }
     0
 }
+
+// Old exported aliases (compat symbols of glibc) that binaries linked long
+// ago still call: the same objects must go through the same algorithm.
+
+#[no_mangle]
+pub unsafe extern "C" fn __pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { pthread_mutex_lock(m) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { pthread_mutex_trylock(m) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { pthread_mutex_unlock(m) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __pthread_once(
+    once: *mut c_int,
+    init: Option<unsafe extern "C" fn()>,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { pthread_once(once, init) }
+}
