@@ -1,12 +1,17 @@
-//! `close`, `dup`, `dup2`, `dup3`, `fcntl`, `fcntl64`, `ioctl`, `flock`,
-//! `close_range`, `closefrom`.
+//! `close`, `close_range`, `closefrom`, `fclose`, `pclose`, `dup`, `dup2`,
+//! `dup3`, `fcntl`, `fcntl64`, `ioctl`, `flock`, `pipe`, `pipe2`.
 //!
 //! These never block; corun interposes them to keep its per-fd knowledge
-//! true (DESIGN.md §5.1): `close` wakes any coroutine parked on the fd
-//! (it fails with EBADF) and bumps the fd's generation so a stale epoll
-//! event cannot reach the next file of that number; the dup family copies
-//! the program's non-blocking wish to the new fd (it shares the open file
-//! description); `fcntl(F_SETFL)` and `ioctl(FIONBIO)` record that wish.
+//! true (DESIGN.md §5.1): `close` (and the calls that close fds for the
+//! program: `close_range`, `closefrom`, stdio's `fclose`/`pclose`) wakes any
+//! coroutine parked on the fd (it fails with EBADF) and bumps the fd's
+//! generation so a stale epoll event cannot reach the next file of that
+//! number; the dup family copies what corun knew to the new fd and marks
+//! both as sharing their open file description (a socket timeout set
+//! through one is then read from the kernel for the other); `fcntl(F_SETFL)`
+//! and `ioctl(FIONBIO)` record the program's non-blocking wish (and make
+//! every cached wish be asked again: dups share it); `pipe2` records it from
+//! its flags.
 //! Bookkeeping happens for every caller, coroutine or not; fds of the
 //! runtime itself cannot be closed by the program (it gets EBADF, as it
 //! would natively for an fd it never opened).
@@ -28,11 +33,33 @@ fn note_dup(oldfd: c_int, newfd: c_int) {
     let saved = errno();
     if let Some(n) = fdtable::get(newfd) {
         n.reset();
-        if let Some(o) = fdtable::peek(oldfd) {
+        if let Some(o) = fdtable::get(oldfd) {
             n.copy_from(o);
+            o.shared.store(true, Ordering::Relaxed);
         }
+        n.shared.store(true, Ordering::Relaxed);
     }
     set_errno(saved);
+}
+
+/// `fd` is a new file (a pipe end...): forget what an earlier fd of that
+/// number left behind, record its kind and the program's wish.
+pub(crate) fn note_new_fd(fd: c_int, kind: u8, nonblock: bool) {
+    let saved = errno();
+    if let Some(e) = fdtable::get(fd) {
+        e.reset();
+        e.kind.store(kind, Ordering::Relaxed);
+        super::set_user_nonblocking(fd, nonblock);
+    }
+    set_errno(saved);
+}
+
+mod next {
+    use std::ffi::c_int;
+    crate::sys::real::real_fns! {
+        fn fclose(f: *mut libc::FILE) -> c_int;
+        fn pclose(f: *mut libc::FILE) -> c_int;
+    }
 }
 
 #[no_mangle]
@@ -222,6 +249,26 @@ fn close_range_sparing(first: u32, last: u32, flags: c_int) -> c_int {
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn pipe(fds: *mut c_int) -> c_int {
+    // SAFETY: the caller's pipe contract (two ints).
+    unsafe { pipe2(fds, 0) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pipe2(fds: *mut c_int, flags: c_int) -> c_int {
+    // SAFETY: the caller's pipe2 contract (two ints).
+    let r = unsafe { real::pipe2(fds, flags) };
+    if r == 0 {
+        for i in 0..2 {
+            // SAFETY: the kernel just wrote both.
+            let fd = unsafe { *fds.add(i) };
+            note_new_fd(fd, fdtable::KIND_NOWAIT, flags & libc::O_NONBLOCK != 0);
+        }
+    }
+    r
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn close_range(
     first: libc::c_uint,
     last: libc::c_uint,
@@ -237,4 +284,26 @@ pub unsafe extern "C" fn close_range(
 #[no_mangle]
 pub unsafe extern "C" fn closefrom(low: c_int) {
     close_range_sparing(low.max(0) as u32, u32::MAX, 0);
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fclose(f: *mut libc::FILE) -> c_int {
+    if !f.is_null() {
+        // SAFETY: the caller's fclose contract: `f` is an open stream.
+        let fd = unsafe { libc::fileno(f) };
+        fdtable::forget(fd);
+    }
+    // SAFETY: the caller's fclose contract.
+    unsafe { next::fclose(f) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pclose(f: *mut libc::FILE) -> c_int {
+    if !f.is_null() {
+        // SAFETY: the caller's pclose contract: `f` came from popen.
+        let fd = unsafe { libc::fileno(f) };
+        fdtable::forget(fd);
+    }
+    // SAFETY: the caller's pclose contract.
+    unsafe { next::pclose(f) }
 }

@@ -1,7 +1,22 @@
 //! Interposed libc functions, one file per family, each named for the libc
-//! calls it holds (`rw.rs`: read/write/readv/writev, `socket.rs`: recv/send/
-//! accept/connect/socket, `sleep.rs`, `fdctl.rs`: close/dup/fcntl/ioctl,
-//! `start.rs`: `__libc_start_main`).
+//! calls it holds:
+//!
+//! | file          | interposes |
+//! |---------------|------------|
+//! | `rw.rs`       | read, write, readv, writev, pread(64), pwrite(64), __read_chk, __pread(64)_chk |
+//! | `sendrecv.rs` | recv, recvfrom, recvmsg, recvmmsg, send, sendto, sendmsg, sendmmsg, __recv_chk, __recvfrom_chk |
+//! | `socket.rs`   | socket, socketpair, accept, accept4, connect, shutdown, setsockopt, getsockopt |
+//! | `sendfile.rs` | sendfile, sendfile64, splice |
+//! | `poll.rs`     | poll, ppoll, select, pselect, __poll_chk, __ppoll_chk |
+//! | `epoll.rs`    | epoll_wait, epoll_pwait, epoll_pwait2, epoll_create, epoll_create1 |
+//! | `sleep.rs`    | sleep, usleep, nanosleep, clock_nanosleep |
+//! | `fdctl.rs`    | close, close_range, closefrom, fclose, pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, pipe, pipe2 |
+//! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
+//! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
+//! | `process.rs`  | fork, vfork, waitpid, wait |
+//! | `signal.rs`   | sigwait, sigwaitinfo, sigtimedwait, sigsuspend, pause, sched_yield |
+//! | `dns.rs`      | getaddrinfo, getnameinfo, gethostbyname(2)(_r), gethostbyaddr |
+//! | `start.rs`    | __libc_start_main |
 //!
 //! Every hook begins with the same test: is the caller a coroutine? If not
 //! (the runtime is not up, a native thread, runtime code itself, an atexit
@@ -22,7 +37,12 @@
 //! would have made); only on EAGAIN does the coroutine park on the
 //! netpoller, then retry. A program that asked for O_NONBLOCK itself gets its
 //! EAGAIN back. The program's wish is tracked per fd from `fcntl`, `ioctl`
-//! FIONBIO, `socket`/`accept4` flags, and otherwise asked of the kernel once.
+//! FIONBIO, `socket`/`accept4`/`pipe2` flags, and otherwise asked of the
+//! kernel once (again after any F_SETFL/FIONBIO anywhere: `NB_EPOCH`).
+//! SO_RCVTIMEO/SO_SNDTIMEO are looked up at the first EAGAIN of a call
+//! (`Deadline`), from what `setsockopt` recorded or, for a socket corun
+//! did not see configured or one shared with a dup, from the kernel; they
+//! end the wait as the kernel would.
 //!
 //! # Safety
 //! Every exported function has the contract of the libc function it
@@ -32,12 +52,17 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod dns;
+pub mod epoll;
 pub mod fdctl;
 pub mod file;
+pub mod open;
+pub mod poll;
 pub mod process;
 pub mod pthread;
 pub mod pthread_sync;
 pub mod rw;
+pub mod sendfile;
+pub mod sendrecv;
 pub mod signal;
 pub mod sleep;
 pub mod socket;
@@ -131,9 +156,75 @@ pub(crate) fn changed_user_nonblocking(fd: i32, on: bool) {
     set_user_nonblocking(fd, on);
 }
 
-/// A deadline `timeo_ns` from now (0: none).
-pub(crate) fn deadline_in(timeo_ns: u64) -> Option<u64> {
-    (timeo_ns != 0).then(|| crate::sys::now_ns().saturating_add(timeo_ns))
+/// Stored in `rcv_timeo`/`snd_timeo`: the socket has no timeout (0 means
+/// not known yet).
+pub(crate) const TIMEO_NONE: u64 = u64::MAX;
+
+/// SO_RCVTIMEO (reads) or SO_SNDTIMEO (writes) of `fd` in ns, None when
+/// there is none or `fd` is not a socket. Asked of the kernel when not
+/// known (an inherited socket) or when the description is shared.
+pub(crate) fn sock_timeout(fd: i32, e: &FdEntry, dir: Dir) -> Option<u64> {
+    let slot = match dir {
+        Dir::Read => &e.rcv_timeo,
+        Dir::Write => &e.snd_timeo,
+    };
+    let v = slot.load(Ordering::Relaxed);
+    if v != 0 && !e.shared.load(Ordering::Relaxed) {
+        return (v != TIMEO_NONE).then_some(v);
+    }
+    if fd_kind(fd, e) != fdtable::KIND_SOCKET {
+        return None;
+    }
+    let name = match dir {
+        Dir::Read => libc::SO_RCVTIMEO,
+        Dir::Write => libc::SO_SNDTIMEO,
+    };
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let mut len = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+    // SAFETY: valid out-pointers of the declared size.
+    let r = unsafe {
+        crate::sys::real::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            name,
+            &mut tv as *mut libc::timeval as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    let ns = if r == 0 { timeval_ns(&tv) } else { TIMEO_NONE };
+    slot.store(ns, Ordering::Relaxed);
+    (ns != TIMEO_NONE).then_some(ns)
+}
+
+/// A socket timeout as the kernel reads it: zero is none, a negative one
+/// expires at once (1 ns here).
+pub(crate) fn timeval_ns(tv: &libc::timeval) -> u64 {
+    if tv.tv_sec == 0 && tv.tv_usec == 0 {
+        TIMEO_NONE
+    } else if tv.tv_sec < 0 {
+        1
+    } else {
+        (tv.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(tv.tv_usec.max(0) as u64 * 1000)
+            .clamp(1, TIMEO_NONE - 1)
+    }
+}
+
+/// The deadline of one blocking call, computed at its first EAGAIN (the
+/// fast path never looks the socket timeout up).
+#[derive(Default)]
+pub(crate) struct Deadline(Option<Option<u64>>);
+
+impl Deadline {
+    pub(crate) fn get(&mut self, fd: i32, e: &FdEntry, dir: Dir) -> Option<u64> {
+        *self.0.get_or_insert_with(|| {
+            sock_timeout(fd, e, dir).map(|t| crate::sys::now_ns().saturating_add(t))
+        })
+    }
 }
 
 /// What a non-blocking loop ended with.
@@ -151,7 +242,7 @@ pub(crate) fn nonblocking_loop(
     fd: i32,
     e: &FdEntry,
     dir: Dir,
-    deadline: Option<u64>,
+    deadline: &mut Deadline,
     mut attempt: impl FnMut() -> isize,
 ) -> Io {
     loop {
@@ -164,7 +255,7 @@ pub(crate) fn nonblocking_loop(
         if err != libc::EAGAIN || user_nonblocking(fd, e) {
             return Io::Done(r);
         }
-        match park_until_ready(fd, dir, seen, deadline) {
+        match park_until_ready(fd, dir, seen, deadline.get(fd, e, dir)) {
             FdWait::Ready => continue,
             FdWait::Closed => {
                 set_errno(libc::EBADF);

@@ -1,4 +1,12 @@
-//! `read`, `write`, `readv`, `writev`.
+//! `read`, `write`, `readv`, `writev`, `__read_chk`; `pread`, `pwrite`
+//! (and their `64` names, `__pread_chk`, `__pread64_chk`).
+//!
+//! The positioned calls only make sense on seekable files (a pipe or socket
+//! gives ESPIPE), which never report EAGAIN: they pass straight through,
+//! and are interposed so that the blocking pool can take them over.
+//! `__read_chk` is `read` as `_FORTIFY_SOURCE` builds call it: it checks the
+//! buffer size as glibc's does (a too-small buffer aborts through
+//! `__chk_fail`), then is `read`.
 //!
 //! A blocking read returns as soon as some data is there; a blocking write
 //! on a stream returns only when everything is written (or an error or a
@@ -12,7 +20,7 @@ use std::sync::atomic::Ordering;
 
 use libc::{c_void, iovec, size_t, ssize_t};
 
-use super::{deadline_in, eagain, fd_kind, nonblocking_loop, ready_now, user_nonblocking, Io};
+use super::{eagain, fd_kind, nonblocking_loop, ready_now, user_nonblocking, Deadline, Io};
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::in_coroutine;
 use crate::sys::{errno, real};
@@ -119,17 +127,20 @@ pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize
     if fd_kind(fd, e) == fdtable::KIND_FILE {
         return Some(super::file::read_file(fd, iov, cnt));
     }
-    let deadline = deadline_in(e.rcv_timeo.load(Ordering::Relaxed));
     let mut unsupported = false;
-    let io = nonblocking_loop(fd, e, Dir::Read, deadline, || {
-        match try_readv(fd, e, iov, cnt) {
+    let io = nonblocking_loop(
+        fd,
+        e,
+        Dir::Read,
+        &mut Deadline::default(),
+        || match try_readv(fd, e, iov, cnt) {
             Some(r) => r,
             None => {
                 unsupported = true;
                 0
             }
-        }
-    });
+        },
+    );
     match io {
         Io::Done(_) if unsupported => None,
         Io::Done(r) => Some(r),
@@ -177,7 +188,7 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
         return Some(super::file::write_file(fd, iov, cnt));
     }
     let total = iov_len(iov, cnt);
-    let deadline = deadline_in(e.snd_timeo.load(Ordering::Relaxed));
+    let mut deadline = Deadline::default();
     let mut done = 0usize;
     loop {
         let tail;
@@ -189,7 +200,7 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
         };
         let mut unsupported = false;
         let mut failed = false;
-        let io = nonblocking_loop(fd, e, Dir::Write, deadline, || {
+        let io = nonblocking_loop(fd, e, Dir::Write, &mut deadline, || {
             if done > 0 && stream_socket_failed(fd, e) {
                 failed = true;
                 return 0;
@@ -277,4 +288,80 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
     }
     // SAFETY: the caller's writev contract.
     unsafe { real::writev(fd, iov, cnt) }
+}
+
+extern "C" {
+    /// glibc's report of a fortified call given a buffer too small: prints
+    /// "buffer overflow detected" and aborts.
+    fn __chk_fail() -> !;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __read_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+) -> ssize_t {
+    if n > buflen {
+        // SAFETY: glibc's own failure report, as the real __read_chk does.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: the caller's read contract.
+    unsafe { read(fd, buf, n) }
+}
+
+// On 64-bit Linux `off_t` is `off64_t` and glibc's `pread` is an alias of
+// `pread64`: both names go to the real `pread64`.
+
+#[no_mangle]
+pub unsafe extern "C" fn pread(fd: c_int, buf: *mut c_void, n: size_t, off: i64) -> ssize_t {
+    // SAFETY: the caller's pread contract.
+    unsafe { real::pread64(fd, buf, n, off) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: i64) -> ssize_t {
+    // SAFETY: the caller's pread contract.
+    unsafe { real::pread64(fd, buf, n, off) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, n: size_t, off: i64) -> ssize_t {
+    // SAFETY: the caller's pwrite contract.
+    unsafe { real::pwrite64(fd, buf, n, off) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, n: size_t, off: i64) -> ssize_t {
+    // SAFETY: the caller's pwrite contract.
+    unsafe { real::pwrite64(fd, buf, n, off) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __pread_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    off: i64,
+    buflen: size_t,
+) -> ssize_t {
+    if n > buflen {
+        // SAFETY: as in __read_chk.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: the caller's pread contract.
+    unsafe { pread64(fd, buf, n, off) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __pread64_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    off: i64,
+    buflen: size_t,
+) -> ssize_t {
+    // SAFETY: same contract.
+    unsafe { __pread_chk(fd, buf, n, off, buflen) }
 }

@@ -1,10 +1,17 @@
-//! `sleep`, `usleep`, `nanosleep`.
+//! `sleep`, `usleep`, `nanosleep`, `clock_nanosleep`.
 //!
 //! In a coroutine these park on the worker's timer heap instead of
 //! blocking the worker. Signals do not interrupt a parked sleep (the worker
 //! thread takes the signal, the coroutine keeps sleeping), so `nanosleep`
 //! never reports EINTR and never writes `rem`: the behaviour of a sleep that
 //! no signal interrupted. Zero-length sleeps yield to the other coroutines.
+//!
+//! `clock_nanosleep` parks for CLOCK_MONOTONIC, CLOCK_REALTIME,
+//! CLOCK_BOOTTIME and CLOCK_TAI, relative or TIMER_ABSTIME (an absolute time
+//! is turned into a monotonic deadline when the call is made: a later step
+//! of the realtime clock does not move it). It returns the error number,
+//! as it does natively (EINVAL for a bad timespec, or from the real call
+//! for clocks corun does not park on, which pass through).
 
 use std::ffi::{c_int, c_uint};
 
@@ -60,5 +67,40 @@ pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
         return unsafe { real::sleep(s) };
     }
     park_for(s as u64 * 1_000_000_000);
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn clock_nanosleep(
+    clock: libc::clockid_t,
+    flags: c_int,
+    req: *const timespec,
+    rem: *mut timespec,
+) -> c_int {
+    let parkable = matches!(
+        clock,
+        libc::CLOCK_MONOTONIC | libc::CLOCK_REALTIME | libc::CLOCK_BOOTTIME | libc::CLOCK_TAI
+    );
+    if !in_coroutine() || req.is_null() || !parkable {
+        // SAFETY: the caller's clock_nanosleep contract.
+        return unsafe { real::clock_nanosleep(clock, flags, req, rem) };
+    }
+    // SAFETY: non-null, and the caller's contract makes it readable.
+    let ts = unsafe { *req };
+    if !valid_timespec(&ts) {
+        return libc::EINVAL;
+    }
+    let ns = if flags & libc::TIMER_ABSTIME != 0 {
+        let mut now = timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid out-pointer; clock_gettime is not interposed.
+        unsafe { libc::clock_gettime(clock, &mut now) };
+        timespec_ns(&ts).saturating_sub(timespec_ns(&now))
+    } else {
+        timespec_ns(&ts)
+    };
+    park_for(ns);
     0
 }

@@ -1,7 +1,16 @@
-//! `recv`, `send`, `accept`, `accept4`, `connect`, `socket`.
+//! `socket`, `socketpair`, `accept`, `accept4`, `connect`, `shutdown`,
+//! `setsockopt`, `getsockopt`. (The data calls are in `sendrecv.rs`.)
 //!
-//! `recv`/`send` add MSG_DONTWAIT to the attempt (unless the program passed
-//! it: then it wants EAGAIN). `send` on a stream loops like `write`.
+//! `socket`, `socketpair` and `accept` record what the new fds are (kind
+//! socket, the program's SOCK_NONBLOCK wish, no timeouts; an accepted socket
+//! inherits the listener's SO_RCVTIMEO/SO_SNDTIMEO, as Linux copies them),
+//! forgetting whatever an earlier fd of that number left behind.
+//! `setsockopt` records SO_RCVTIMEO/SO_SNDTIMEO after the kernel accepted
+//! them; `getsockopt` and `shutdown` pass through (the kernel's answer is the
+//! truth; shutdown's wake-up of parked readers comes from the netpoller,
+//! which sees the hang-up).
+//!
+//! `accept` honours SO_RCVTIMEO: -1/EAGAIN at the deadline, as Linux.
 //!
 //! `accept` has no per-call non-blocking flag. It waits for the listening
 //! socket to be readable, confirms with a zero-timeout poll, then makes the
@@ -16,149 +25,47 @@
 //! `connect` sets O_NONBLOCK on the socket for the duration of the call
 //! only, and restores the flags before anything else runs; the socket was
 //! normally just created by this process. On EINPROGRESS it parks until
-//! writable (or SO_SNDTIMEO) and reads SO_ERROR, which is what a blocking
-//! connect returns.
+//! writable (or SO_SNDTIMEO: -1/EINPROGRESS at the deadline, the connection
+//! going on in the background, as Linux) and reads SO_ERROR, which is what
+//! a blocking connect returns.
 
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 
-use libc::{c_void, size_t, sockaddr, socklen_t, ssize_t};
+use libc::{c_void, sockaddr, socklen_t};
 
-use super::{deadline_in, eagain, nonblocking_loop, ready_now, user_nonblocking, Io};
+use super::{
+    eagain, nonblocking_loop, ready_now, sock_timeout, user_nonblocking, Deadline, Io, TIMEO_NONE,
+};
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::{in_coroutine, park_until_ready, FdWait};
 use crate::sys::{errno, now_ns, real, set_errno};
 
-/// recv/recvfrom with MSG_DONTWAIT attempts (MSG_WAITALL accumulates).
-pub(crate) fn recv_parking(
-    fd: c_int,
-    buf: *mut c_void,
-    n: size_t,
-    flags: c_int,
-    addr: *mut sockaddr,
-    alen: *mut socklen_t,
-) -> Option<isize> {
-    let e = fdtable::get(fd)?;
-    let deadline = deadline_in(e.rcv_timeo.load(Ordering::Relaxed));
-    let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;
-    let mut got = 0usize;
-    loop {
-        let io = nonblocking_loop(fd, e, Dir::Read, deadline, || {
-            // SAFETY: the caller's recvfrom contract, from offset `got`.
-            unsafe {
-                real::recvfrom(
-                    fd,
-                    (buf as *mut u8).add(got) as *mut c_void,
-                    n - got,
-                    (flags & !libc::MSG_WAITALL) | libc::MSG_DONTWAIT,
-                    addr,
-                    alen,
-                )
-            }
-        });
-        let r = match io {
-            Io::Done(r) => r,
-            Io::Blocking => return None,
-        };
-        if !waitall {
-            return Some(r);
-        }
-        if r < 0 {
-            return Some(if got > 0 { got as isize } else { -1 });
-        }
-        got += r as usize;
-        if r == 0 || got >= n || user_nonblocking(fd, e) {
-            return Some(got as isize);
-        }
-    }
-}
-
-/// send/sendto with MSG_DONTWAIT attempts, looping over partial sends.
-pub(crate) fn send_parking(
-    fd: c_int,
-    buf: *const c_void,
-    n: size_t,
-    flags: c_int,
-    addr: *const sockaddr,
-    alen: socklen_t,
-) -> Option<isize> {
-    let e = fdtable::get(fd)?;
-    let deadline = deadline_in(e.snd_timeo.load(Ordering::Relaxed));
-    let mut sent = 0usize;
-    loop {
-        // After a partial send, a failure returns the count, without SIGPIPE,
-        // and a connection that failed meanwhile keeps its error pending.
-        let nosig = if sent > 0 { libc::MSG_NOSIGNAL } else { 0 };
-        let mut failed = false;
-        let io = nonblocking_loop(fd, e, Dir::Write, deadline, || {
-            if sent > 0 && super::rw::stream_socket_failed(fd, e) {
-                failed = true;
-                return 0;
-            }
-            // SAFETY: the caller's sendto contract, from offset `sent`.
-            unsafe {
-                real::sendto(
-                    fd,
-                    (buf as *const u8).add(sent) as *const c_void,
-                    n - sent,
-                    flags | libc::MSG_DONTWAIT | nosig,
-                    addr,
-                    alen,
-                )
-            }
-        });
-        let r = match io {
-            Io::Done(_) if failed => return Some(sent as isize),
-            Io::Done(r) => r,
-            Io::Blocking => return None,
-        };
-        if r < 0 {
-            return Some(if sent > 0 { sent as isize } else { -1 });
-        }
-        sent += r as usize;
-        if sent >= n || r == 0 || user_nonblocking(fd, e) {
-            return Some(sent as isize);
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
-        if let Some(r) = recv_parking(
-            fd,
-            buf,
-            n,
-            flags,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        ) {
-            return r;
-        }
-    }
-    // SAFETY: the caller's recv contract.
-    unsafe { real::recv(fd, buf, n, flags) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
-        if let Some(r) = send_parking(fd, buf, n, flags, std::ptr::null(), 0) {
-            return r;
-        }
-    }
-    // SAFETY: the caller's send contract.
-    unsafe { real::send(fd, buf, n, flags) }
-}
-
 /// Records what a new socket fd is: kind socket, the program's
-/// non-blocking wish from its flags; forgets anything about the old fd of
-/// that number (closed behind corun's back, e.g. by fclose).
-pub(crate) fn note_new_socket(fd: c_int, nonblock: bool) {
+/// non-blocking wish from its flags, the given timeouts; forgets anything
+/// about the old fd of that number (closed behind corun's back, e.g. by
+/// fclose).
+pub(crate) fn note_new_socket(fd: c_int, nonblock: bool, timeo: (u64, u64)) {
+    let saved = errno();
     if let Some(e) = fdtable::get(fd) {
         e.reset();
         e.kind.store(fdtable::KIND_SOCKET, Ordering::Relaxed);
+        e.rcv_timeo.store(timeo.0, Ordering::Relaxed);
+        e.snd_timeo.store(timeo.1, Ordering::Relaxed);
         super::set_user_nonblocking(fd, nonblock);
+    }
+    set_errno(saved);
+}
+
+/// The timeouts an accepted socket inherits from its listener (0 where not
+/// known: asked of the kernel when needed).
+fn listener_timeouts(fd: c_int) -> (u64, u64) {
+    match fdtable::peek(fd) {
+        Some(e) if !e.shared.load(Ordering::Relaxed) => (
+            e.rcv_timeo.load(Ordering::Relaxed),
+            e.snd_timeo.load(Ordering::Relaxed),
+        ),
+        _ => (0, 0),
     }
 }
 
@@ -189,9 +96,8 @@ fn accept_parking(
     if user_nonblocking(fd, e) {
         return None;
     }
-    let deadline = deadline_in(e.rcv_timeo.load(Ordering::Relaxed));
     let mut listening: Option<bool> = None;
-    let io = nonblocking_loop(fd, e, Dir::Read, deadline, || {
+    let io = nonblocking_loop(fd, e, Dir::Read, &mut Deadline::default(), || {
         // One coroutine of the process at a time checks and accepts: two
         // coroutines on two workers both seeing the listener readable would
         // both call the blocking accept, and the loser would hold its worker
@@ -236,9 +142,7 @@ pub unsafe extern "C" fn accept4(
         None => unsafe { real::accept4(fd, addr, len, flags) },
     };
     if r >= 0 {
-        let saved = errno();
-        note_new_socket(r, flags & libc::SOCK_NONBLOCK != 0);
-        set_errno(saved);
+        note_new_socket(r, flags & libc::SOCK_NONBLOCK != 0, listener_timeouts(fd));
     }
     r
 }
@@ -254,9 +158,7 @@ pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut sockle
         None => unsafe { real::accept(fd, addr, len) },
     };
     if r >= 0 {
-        let saved = errno();
-        note_new_socket(r, false);
-        set_errno(saved);
+        note_new_socket(r, false, listener_timeouts(fd));
     }
     r
 }
@@ -266,11 +168,88 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, proto: c_int) -> c_int
     // SAFETY: plain integers.
     let fd = unsafe { real::socket(domain, ty, proto) };
     if fd >= 0 {
-        let saved = errno();
-        note_new_socket(fd, ty & libc::SOCK_NONBLOCK != 0);
-        set_errno(saved);
+        note_new_socket(fd, ty & libc::SOCK_NONBLOCK != 0, (TIMEO_NONE, TIMEO_NONE));
     }
     fd
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn socketpair(
+    domain: c_int,
+    ty: c_int,
+    proto: c_int,
+    sv: *mut c_int,
+) -> c_int {
+    // SAFETY: the caller's socketpair contract (sv holds two ints).
+    let r = unsafe { real::socketpair(domain, ty, proto, sv) };
+    if r == 0 {
+        for i in 0..2 {
+            // SAFETY: the kernel just wrote both.
+            let fd = unsafe { *sv.add(i) };
+            note_new_socket(fd, ty & libc::SOCK_NONBLOCK != 0, (TIMEO_NONE, TIMEO_NONE));
+        }
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
+    // SAFETY: plain integers.
+    unsafe { real::shutdown(fd, how) }
+}
+
+/// SO_RCVTIMEO/SO_SNDTIMEO in both their names (the `_NEW` ones take a
+/// 64-bit timeval, which on 64-bit Linux is `struct timeval`).
+fn timeo_dir(level: c_int, name: c_int) -> Option<Dir> {
+    const SO_RCVTIMEO_NEW: c_int = 66;
+    const SO_SNDTIMEO_NEW: c_int = 67;
+    if level != libc::SOL_SOCKET {
+        return None;
+    }
+    match name {
+        libc::SO_RCVTIMEO | SO_RCVTIMEO_NEW => Some(Dir::Read),
+        libc::SO_SNDTIMEO | SO_SNDTIMEO_NEW => Some(Dir::Write),
+        _ => None,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *const c_void,
+    len: socklen_t,
+) -> c_int {
+    // SAFETY: the caller's setsockopt contract.
+    let r = unsafe { real::setsockopt(fd, level, name, val, len) };
+    if r != 0 {
+        return r;
+    }
+    if let (Some(dir), Some(e)) = (timeo_dir(level, name), fdtable::get(fd)) {
+        if !val.is_null() && len as usize >= std::mem::size_of::<libc::timeval>() {
+            // SAFETY: the kernel just read a timeval from it.
+            let tv = unsafe { std::ptr::read_unaligned(val as *const libc::timeval) };
+            let slot = match dir {
+                Dir::Read => &e.rcv_timeo,
+                Dir::Write => &e.snd_timeo,
+            };
+            slot.store(super::timeval_ns(&tv), Ordering::Relaxed);
+        }
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *mut c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    // SAFETY: the caller's getsockopt contract.
+    unsafe { real::getsockopt(fd, level, name, val, len) }
 }
 
 /// Sets or clears O_NONBLOCK with the raw syscall; returns the old flags.
@@ -317,13 +296,18 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
     if user_nonblocking(fd, e) {
         return None;
     }
-    let deadline = deadline_in(e.snd_timeo.load(Ordering::Relaxed));
     let mut started = false;
+    let mut deadline = None;
+    let mut deadline_known = false;
     loop {
         let seen = e.snapshot(Dir::Write);
         let (r, err) = connect_nonblocking(fd, addr, len)?;
         if r == 0 {
             return Some(0);
+        }
+        if !deadline_known {
+            deadline = sock_timeout(fd, e, Dir::Write).map(|t| now_ns().saturating_add(t));
+            deadline_known = true;
         }
         match err {
             libc::EINPROGRESS | libc::EALREADY if started || err == libc::EINPROGRESS => {

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 use super::waiter::Waiter;
 
-const CHUNK: usize = 1024;
+pub const CHUNK: usize = 1024;
 const CHUNKS: usize = 1024;
 /// fds at or above this are not tracked; hooks pass them through.
 pub const MAX_FD: usize = CHUNK * CHUNKS;
@@ -74,7 +74,8 @@ pub struct FdEntry {
     /// `epoch << 2 | NB_*`: the program's O_NONBLOCK wish as last learned,
     /// valid while the global epoch (hooks::NB_EPOCH) is unchanged.
     pub nonblock: AtomicU32,
-    /// SO_RCVTIMEO / SO_SNDTIMEO in ns (0: none).
+    /// SO_RCVTIMEO / SO_SNDTIMEO in ns: 0 not known yet (the hooks ask the
+    /// kernel), u64::MAX none.
     pub rcv_timeo: AtomicU64,
     pub snd_timeo: AtomicU64,
     /// The fd is one of corun's own (epoll, eventfd): the program cannot
@@ -82,6 +83,10 @@ pub struct FdEntry {
     pub runtime: std::sync::atomic::AtomicBool,
     /// accept serialisation: bit 0 held, bit 1 someone found it held.
     accept_busy: AtomicU8,
+    /// The open file description may be reached through another fd too
+    /// (dup, dup2, F_DUPFD): a socket timeout set through that other fd is
+    /// not seen here, so the hooks ask the kernel instead of the cache.
+    pub shared: std::sync::atomic::AtomicBool,
     pub waiters: Mutex<Waiters>,
 }
 
@@ -112,6 +117,7 @@ impl FdEntry {
             self.nonblock.store(0, Ordering::Relaxed);
             self.rcv_timeo.store(0, Ordering::Relaxed);
             self.snd_timeo.store(0, Ordering::Relaxed);
+            self.shared.store(false, Ordering::Relaxed);
             w.registered = 0;
             let mut all = std::mem::take(&mut w.readers);
             all.append(&mut w.writers);

@@ -21,7 +21,7 @@ pub mod worker;
 
 pub use park::{
     current, current_id, current_ref, current_stack, exit_current, in_coroutine, park,
-    park_until_ready, sleep_until, yield_now, FdWait, Woken,
+    park_until_any_ready, park_until_ready, sleep_until, yield_now, FdWait, Woken,
 };
 pub use task::{Entry, Task, TaskRef};
 pub use waiter::{ThreadParker, Waiter};

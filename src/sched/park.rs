@@ -6,6 +6,8 @@
 //! the sync objects only ever use the functions here:
 //!
 //! - `park_until_ready(fd, dir, snapshot, deadline)`: after an EAGAIN;
+//! - `park_until_any_ready(&[(fd, dir, snapshot)], deadline)`: poll/select,
+//!   one wait on several fds;
 //! - `sleep_until(deadline)`, `yield_now()`;
 //! - `park(register, deadline)`: the general form, for joins and locks.
 //!
@@ -189,6 +191,53 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
         return FdWait::TimedOut;
     }
     FdWait::Ready
+}
+
+/// Parks until any of `waits` may be ready (its readiness sequence moved
+/// past the snapshot, or the fd was closed), or until `deadline`.
+///
+/// One clone of the waiter goes on each fd's list, registered under that
+/// fd's lock with the same check `park_until_ready` makes, so an edge
+/// between the caller's snapshot and the park is never lost. An fd epoll
+/// refuses (a regular file: poll calls it always ready; or past the table)
+/// cannot change readiness and is left out. Clones left on the other lists
+/// after the wake are stale (their token is spent): wakers ignore them and
+/// the next registration on that fd prunes them. Callers re-check
+/// readiness themselves; `Woken::NotParked` means something changed before
+/// the park.
+pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64>) -> Woken {
+    use std::sync::atomic::Ordering::Acquire;
+    park(
+        |w| {
+            let worker = current_worker().expect("coroutines run on workers");
+            for &(fd, dir, seen) in waits {
+                let e = match fdtable::get(fd) {
+                    Some(e) => e,
+                    None => continue,
+                };
+                let mut g = fdtable::lock(&e.waiters);
+                let gen = e.gen.load(Acquire);
+                if gen != seen.gen || e.seq(dir).load(Acquire) != seen.seq {
+                    return false;
+                }
+                if g.registered != gen.wrapping_add(1) {
+                    let data = (fd as u32 as u64) | ((gen as u64) << 32);
+                    if worker.epoll().register(fd, data).is_err() {
+                        continue;
+                    }
+                    g.registered = gen.wrapping_add(1);
+                }
+                let list = match dir {
+                    Dir::Read => &mut g.readers,
+                    Dir::Write => &mut g.writers,
+                };
+                list.retain(|x| x.is_live());
+                list.push(w.clone());
+            }
+            true
+        },
+        deadline,
+    )
 }
 
 /// Sleeps until the monotonic time `deadline` (ns).

@@ -1,7 +1,7 @@
 //! epoll and eventfd, as thin as they come.
 //!
-//! The netpoller registers each fd once, edge-triggered, for input, output and
-//! peer hang-up. Waits take a nanosecond timeout through `epoll_pwait2`
+//! The netpoller registers each fd once, edge-triggered, for input, output,
+//! priority data and peer hang-up. Waits take a nanosecond timeout through `epoll_pwait2`
 //! (Linux 5.11), so a 100 us sleep is not rounded up to a millisecond; on an
 //! older kernel (ENOSYS) the wait falls back to `epoll_pwait` in milliseconds,
 //! rounded up, never down. Calls go straight to the kernel with `syscall(2)`:
@@ -9,9 +9,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Interest of every registration: edge-triggered in/out/rdhup.
+/// Interest of every registration: edge-triggered in/out/rdhup, and pri
+/// (out-of-band data; `poll` with POLLPRI waits for it).
 pub const INTEREST: u32 =
-    (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
+    (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLPRI | libc::EPOLLET) as u32;
 
 static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
 

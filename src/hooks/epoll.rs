@@ -1,0 +1,159 @@
+//! `epoll_wait`, `epoll_pwait`, `epoll_pwait2`, `epoll_create`,
+//! `epoll_create1`.
+//!
+//! A coroutine waiting on its own epoll set parks on that epoll fd's
+//! readiness: the program's epoll fd is registered (once, edge-triggered)
+//! with the worker's netpoller, which is allowed (epoll fds nest) and makes
+//! the program's fd readable exactly when its ready list is not empty. The
+//! events themselves always come from the real call with a zero timeout, so
+//! they are the kernel's (level- and edge-triggered, EPOLLONESHOT,
+//! EPOLLEXCLUSIVE alike):
+//!
+//! ```text
+//!   real epoll_pwait(timeout 0)  -> events (or an error)? return them
+//!   loop: snapshot epfd's read sequence; real call again; deadline? 0;
+//!         park_until_ready(epfd, read, snapshot, deadline)
+//! ```
+//!
+//! The signal mask of `epoll_pwait`/`epoll_pwait2` applies to each check,
+//! as in `poll.rs`. `epoll_create`/`epoll_create1` reset the new fd's entry
+//! (see `open.rs` for why).
+
+use std::ffi::c_int;
+
+use libc::{epoll_event, sigset_t, timespec};
+
+use super::fdctl::note_new_fd;
+use super::sleep::valid_timespec;
+use crate::sched::fdtable::{self, Dir, KIND_OTHER};
+use crate::sched::{in_coroutine, park_until_ready, FdWait};
+use crate::sys::{now_ns, real, set_errno, timespec_ns};
+
+mod next {
+    use libc::{c_int, epoll_event, sigset_t, timespec};
+    crate::sys::real::real_fns! {
+        fn epoll_pwait(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int,
+            mask: *const sigset_t) -> c_int;
+        fn epoll_pwait2(epfd: c_int, ev: *mut epoll_event, max: c_int, ts: *const timespec,
+            mask: *const sigset_t) -> c_int;
+        fn epoll_create(size: c_int) -> c_int;
+        fn epoll_create1(flags: c_int) -> c_int;
+    }
+}
+
+/// epoll_wait/epoll_pwait in a coroutine; None: make the real call.
+fn epoll_parking(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    max: c_int,
+    deadline: Option<u64>,
+    mask: *const sigset_t,
+) -> Option<c_int> {
+    let e = fdtable::get(epfd)?;
+    // SAFETY (both calls): the caller's epoll_pwait contract; timeout 0.
+    let check = || unsafe { next::epoll_pwait(epfd, ev, max, 0, mask) };
+    let r = check();
+    if r != 0 {
+        return Some(r);
+    }
+    loop {
+        let seen = e.snapshot(Dir::Read);
+        let r = check();
+        if r != 0 {
+            return Some(r);
+        }
+        if deadline.is_some_and(|d| now_ns() >= d) {
+            return Some(0);
+        }
+        match park_until_ready(epfd, Dir::Read, seen, deadline) {
+            FdWait::Ready | FdWait::TimedOut => {}
+            FdWait::Closed => {
+                set_errno(libc::EBADF);
+                return Some(-1);
+            }
+            FdWait::NotPollable(_) => return None,
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_wait(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+) -> c_int {
+    if in_coroutine() && timeout != 0 {
+        let deadline = (timeout > 0).then(|| now_ns().saturating_add(timeout as u64 * 1_000_000));
+        if let Some(r) = epoll_parking(epfd, ev, max, deadline, std::ptr::null()) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's epoll_wait contract.
+    unsafe { real::epoll_wait(epfd, ev, max, timeout) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+    mask: *const sigset_t,
+) -> c_int {
+    if in_coroutine() && timeout != 0 {
+        let deadline = (timeout > 0).then(|| now_ns().saturating_add(timeout as u64 * 1_000_000));
+        if let Some(r) = epoll_parking(epfd, ev, max, deadline, mask) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's epoll_pwait contract.
+    unsafe { next::epoll_pwait(epfd, ev, max, timeout, mask) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait2(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    max: c_int,
+    ts: *const timespec,
+    mask: *const sigset_t,
+) -> c_int {
+    if in_coroutine() {
+        let deadline = if ts.is_null() {
+            Some(None)
+        } else {
+            // SAFETY: non-null and readable per the contract.
+            let t = unsafe { *ts };
+            (valid_timespec(&t) && (t.tv_sec, t.tv_nsec) != (0, 0))
+                .then(|| Some(now_ns().saturating_add(timespec_ns(&t))))
+        };
+        if let Some(d) = deadline {
+            if let Some(r) = epoll_parking(epfd, ev, max, d, mask) {
+                return r;
+            }
+        }
+    }
+    // SAFETY: the caller's epoll_pwait2 contract.
+    unsafe { next::epoll_pwait2(epfd, ev, max, ts, mask) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_create(size: c_int) -> c_int {
+    // SAFETY: plain integer.
+    let r = unsafe { next::epoll_create(size) };
+    if r >= 0 {
+        note_new_fd(r, KIND_OTHER, false);
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
+    // SAFETY: plain integer.
+    let r = unsafe { next::epoll_create1(flags) };
+    if r >= 0 {
+        note_new_fd(r, KIND_OTHER, false);
+    }
+    r
+}

@@ -1,0 +1,375 @@
+//! `poll`, `ppoll`, `select`, `pselect`, and the fortified `__poll_chk`,
+//! `__ppoll_chk`.
+//!
+//! The kernel stays the judge of readiness: every answer a coroutine gets
+//! comes from the real call made with a zero timeout, so revents (POLLHUP,
+//! POLLERR, POLLNVAL, POLLPRI...), the select sets, the count and the errno
+//! are exactly the kernel's. Only the waiting is corun's:
+//!
+//! ```text
+//!   real call, timeout 0        -> something (or an error)? return it
+//!   loop:
+//!     snapshot each fd's readiness sequence (read side for POLLIN/PRI or
+//!       for an fd asking nothing but HUP/ERR, write side for POLLOUT)
+//!     real call, timeout 0      -> something? return it
+//!     deadline passed?          -> return 0
+//!     park on all those fds at once (park_until_any_ready) or the deadline
+//! ```
+//!
+//! The snapshot comes before the check, so an edge between the check and
+//! the park makes the park return at once. Regular files are always ready
+//! for poll (the first check returns them); fds epoll refuses cannot change
+//! readiness and are left out of the park. A zero timeout is the real call.
+//!
+//! The signal mask of `ppoll`/`pselect` is applied by each zero-timeout
+//! check (a signal it unblocks that is pending then is delivered there, and
+//! the call fails with EINTR, as natively); while parked, the worker's own
+//! mask is in force and a signal does not end the wait (see README:
+//! signals). `select` writes the time left back into its timeval, as Linux
+//! does; `ppoll` and `pselect` leave theirs alone, as glibc does.
+
+use std::ffi::c_int;
+
+use libc::{fd_set, nfds_t, pollfd, sigset_t, timespec, timeval};
+
+use super::sleep::valid_timespec;
+use crate::sched::fdtable::{self, Dir, Snapshot};
+use crate::sched::{in_coroutine, park_until_any_ready};
+use crate::sys::{now_ns, real, timespec_ns};
+
+mod next {
+    use libc::{c_int, fd_set, sigset_t, timespec, timeval};
+    crate::sys::real::real_fns! {
+        fn select(n: c_int, r: *mut fd_set, w: *mut fd_set, x: *mut fd_set, t: *mut timeval) -> c_int;
+        fn pselect(n: c_int, r: *mut fd_set, w: *mut fd_set, x: *mut fd_set, t: *const timespec,
+            mask: *const sigset_t) -> c_int;
+    }
+}
+
+const READ_EVENTS: i16 =
+    libc::POLLIN | libc::POLLPRI | libc::POLLRDNORM | libc::POLLRDBAND | libc::POLLRDHUP;
+const WRITE_EVENTS: i16 = libc::POLLOUT | libc::POLLWRNORM | libc::POLLWRBAND;
+
+/// Adds `fd`'s current snapshot for `dir` to `waits`.
+fn watch(waits: &mut Vec<(i32, Dir, Snapshot)>, fd: i32, dir: Dir) {
+    if let Some(e) = fdtable::get(fd) {
+        waits.push((fd, dir, e.snapshot(dir)));
+    }
+}
+
+/// What the pollfds wait for, snapshotted now.
+fn poll_interests(fds: &[pollfd]) -> Vec<(i32, Dir, Snapshot)> {
+    let mut waits = Vec::with_capacity(fds.len());
+    for p in fds {
+        if p.fd < 0 {
+            continue;
+        }
+        let wr = p.events & WRITE_EVENTS != 0;
+        // HUP and ERR are always reported; the netpoller counts them on both
+        // sides, so an fd asking only for them waits on the read side.
+        if p.events & READ_EVENTS != 0 || !wr {
+            watch(&mut waits, p.fd, Dir::Read);
+        }
+        if wr {
+            watch(&mut waits, p.fd, Dir::Write);
+        }
+    }
+    waits
+}
+
+/// A deadline `ms` from now; None for a negative (infinite) timeout.
+fn deadline_ms(ms: c_int) -> Option<u64> {
+    (ms >= 0).then(|| now_ns().saturating_add(ms as u64 * 1_000_000))
+}
+
+/// The waiting loop shared by every call here. `check` makes the real call
+/// with a zero timeout; `interests` snapshots what it waits on.
+fn wait_loop(
+    deadline: Option<u64>,
+    mut check: impl FnMut() -> c_int,
+    mut interests: impl FnMut() -> Vec<(i32, Dir, Snapshot)>,
+) -> c_int {
+    let r = check();
+    if r != 0 {
+        return r;
+    }
+    loop {
+        let waits = interests();
+        let r = check();
+        if r != 0 {
+            return r;
+        }
+        if deadline.is_some_and(|d| now_ns() >= d) {
+            return 0;
+        }
+        park_until_any_ready(&waits, deadline);
+    }
+}
+
+/// poll/ppoll in a coroutine; `ts`/`mask` as ppoll's.
+fn poll_parking(
+    fds: *mut pollfd,
+    n: nfds_t,
+    deadline: Option<u64>,
+    mask: *const sigset_t,
+) -> c_int {
+    let zero = timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    wait_loop(
+        deadline,
+        // SAFETY: the caller's ppoll contract; the kernel validates `fds`.
+        || unsafe { real::ppoll(fds, n, &zero, mask) },
+        || {
+            if fds.is_null() || n == 0 {
+                return Vec::new();
+            }
+            // SAFETY: the zero-timeout check just read these `n` entries
+            // successfully, so they are readable.
+            poll_interests(unsafe { std::slice::from_raw_parts(fds, n as usize) })
+        },
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int {
+    if in_coroutine() && timeout != 0 {
+        return poll_parking(fds, n, deadline_ms(timeout), std::ptr::null());
+    }
+    // SAFETY: the caller's poll contract.
+    unsafe { real::poll(fds, n, timeout) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ppoll(
+    fds: *mut pollfd,
+    n: nfds_t,
+    ts: *const timespec,
+    mask: *const sigset_t,
+) -> c_int {
+    if in_coroutine() {
+        let deadline = if ts.is_null() {
+            Some(None)
+        } else {
+            // SAFETY: non-null and readable per the ppoll contract.
+            let t = unsafe { *ts };
+            (valid_timespec(&t) && (t.tv_sec, t.tv_nsec) != (0, 0))
+                .then(|| Some(now_ns().saturating_add(timespec_ns(&t))))
+        };
+        if let Some(d) = deadline {
+            return poll_parking(fds, n, d, mask);
+        }
+    }
+    // SAFETY: the caller's ppoll contract.
+    unsafe { real::ppoll(fds, n, ts, mask) }
+}
+
+extern "C" {
+    fn __chk_fail() -> !;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __poll_chk(
+    fds: *mut pollfd,
+    n: nfds_t,
+    timeout: c_int,
+    fdslen: libc::size_t,
+) -> c_int {
+    if fdslen / std::mem::size_of::<pollfd>() < n as usize {
+        // SAFETY: glibc's own failure report, as the real __poll_chk does.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: the caller's poll contract.
+    unsafe { poll(fds, n, timeout) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __ppoll_chk(
+    fds: *mut pollfd,
+    n: nfds_t,
+    ts: *const timespec,
+    mask: *const sigset_t,
+    fdslen: libc::size_t,
+) -> c_int {
+    if fdslen / std::mem::size_of::<pollfd>() < n as usize {
+        // SAFETY: as in __poll_chk.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: the caller's ppoll contract.
+    unsafe { ppoll(fds, n, ts, mask) }
+}
+
+/// One fd_set (or larger bitmap, for nfds past FD_SETSIZE) as words.
+struct Bits {
+    user: *mut fd_set,
+    words: Vec<u64>,
+}
+
+impl Bits {
+    fn new(user: *mut fd_set, nfds: usize) -> Bits {
+        let n = nfds.div_ceil(64);
+        let mut words = vec![0u64; n];
+        if !user.is_null() {
+            // SAFETY: select's contract: the set holds at least `nfds` bits
+            // (fd_set is 1024 bits; larger nfds come with larger bitmaps).
+            unsafe {
+                std::ptr::copy_nonoverlapping(user as *const u64, words.as_mut_ptr(), n);
+            }
+        }
+        Bits { user, words }
+    }
+
+    fn fds(&self, nfds: usize) -> impl Iterator<Item = i32> + '_ {
+        (0..nfds)
+            .filter(move |&i| self.words[i / 64] & (1u64 << (i % 64)) != 0)
+            .map(|i| i as i32)
+    }
+
+    /// A scratch copy for one check (None when the program passed NULL).
+    fn scratch(&self) -> Option<Vec<u64>> {
+        (!self.user.is_null()).then(|| self.words.clone())
+    }
+
+    /// Writes a check's result back to the program's set.
+    fn store(&self, from: &Option<Vec<u64>>) {
+        if let Some(v) = from {
+            // SAFETY: as in `new`: the set is writable for these words.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), self.user as *mut u64, v.len());
+            }
+        }
+    }
+}
+
+fn ptr(v: &mut Option<Vec<u64>>) -> *mut fd_set {
+    v.as_mut()
+        .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr() as *mut fd_set)
+}
+
+/// select/pselect in a coroutine. Returns the result and leaves the
+/// program's sets as the kernel's last answer.
+fn select_parking(
+    nfds: c_int,
+    r: *mut fd_set,
+    w: *mut fd_set,
+    x: *mut fd_set,
+    deadline: Option<u64>,
+    mask: Option<*const sigset_t>,
+) -> c_int {
+    let n = nfds.max(0) as usize;
+    let (rb, wb, xb) = (Bits::new(r, n), Bits::new(w, n), Bits::new(x, n));
+    let mut out = (None, None, None);
+    let result = wait_loop(
+        deadline,
+        || {
+            out = (rb.scratch(), wb.scratch(), xb.scratch());
+            let (pr, pw, px) = (ptr(&mut out.0), ptr(&mut out.1), ptr(&mut out.2));
+            match mask {
+                Some(m) => {
+                    let zero = timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    };
+                    // SAFETY: scratch sets of `n` bits; the caller's mask.
+                    unsafe { next::pselect(nfds, pr, pw, px, &zero, m) }
+                }
+                None => {
+                    let mut zero = timeval {
+                        tv_sec: 0,
+                        tv_usec: 0,
+                    };
+                    // SAFETY: scratch sets of `n` bits.
+                    unsafe { next::select(nfds, pr, pw, px, &mut zero) }
+                }
+            }
+        },
+        || {
+            let mut waits = Vec::new();
+            for fd in rb.fds(n) {
+                watch(&mut waits, fd, Dir::Read);
+            }
+            for fd in wb.fds(n) {
+                watch(&mut waits, fd, Dir::Write);
+            }
+            for fd in xb.fds(n) {
+                watch(&mut waits, fd, Dir::Read);
+            }
+            waits
+        },
+    );
+    if result >= 0 {
+        rb.store(&out.0);
+        wb.store(&out.1);
+        xb.store(&out.2);
+    }
+    result
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn select(
+    nfds: c_int,
+    r: *mut fd_set,
+    w: *mut fd_set,
+    x: *mut fd_set,
+    t: *mut timeval,
+) -> c_int {
+    if in_coroutine() && nfds >= 0 {
+        let deadline = if t.is_null() {
+            Some(None)
+        } else {
+            // SAFETY: non-null and readable per the select contract.
+            let tv = unsafe { *t };
+            let valid = tv.tv_sec >= 0 && (0..1_000_000).contains(&tv.tv_usec);
+            (valid && (tv.tv_sec, tv.tv_usec) != (0, 0)).then(|| {
+                let ns = (tv.tv_sec as u64)
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(tv.tv_usec as u64 * 1000);
+                Some(now_ns().saturating_add(ns))
+            })
+        };
+        if let Some(d) = deadline {
+            let res = select_parking(nfds, r, w, x, d, None);
+            if let Some(end) = d {
+                // Linux writes the time left back.
+                let left = crate::sys::ns_timespec(end.saturating_sub(now_ns()));
+                // SAFETY: non-null (a deadline exists) and writable.
+                unsafe {
+                    *t = timeval {
+                        tv_sec: left.tv_sec,
+                        tv_usec: left.tv_nsec / 1000,
+                    }
+                };
+            }
+            return res;
+        }
+    }
+    // SAFETY: the caller's select contract.
+    unsafe { next::select(nfds, r, w, x, t) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pselect(
+    nfds: c_int,
+    r: *mut fd_set,
+    w: *mut fd_set,
+    x: *mut fd_set,
+    ts: *const timespec,
+    mask: *const sigset_t,
+) -> c_int {
+    if in_coroutine() && nfds >= 0 {
+        let deadline = if ts.is_null() {
+            Some(None)
+        } else {
+            // SAFETY: non-null and readable per the pselect contract.
+            let t = unsafe { *ts };
+            (valid_timespec(&t) && (t.tv_sec, t.tv_nsec) != (0, 0))
+                .then(|| Some(now_ns().saturating_add(timespec_ns(&t))))
+        };
+        if let Some(d) = deadline {
+            return select_parking(nfds, r, w, x, d, Some(mask));
+        }
+    }
+    // SAFETY: the caller's pselect contract.
+    unsafe { next::pselect(nfds, r, w, x, ts, mask) }
+}

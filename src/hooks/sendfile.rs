@@ -1,0 +1,231 @@
+//! `sendfile`, `sendfile64`, `splice`.
+//!
+//! Neither call has a per-call non-blocking flag for a socket: the socket
+//! side blocks unless O_NONBLOCK is set on the open file description, which
+//! corun never does (DESIGN.md §5.1). So:
+//!
+//! - `sendfile` from a regular file to a socket or pipe, in a coroutine, is
+//!   done as the kernel would, with a bounce buffer: `pread` a chunk of the
+//!   file, write it with the parking `write` (MSG_DONTWAIT / RWF_NOWAIT
+//!   attempts, park on EAGAIN), advance. The count, the file offset (the
+//!   `offset` argument, or the file position when it is NULL) and the
+//!   errors (EPIPE with SIGPIPE, SO_SNDTIMEO with the partial count) are
+//!   those of the blocking call; only the zero copy is lost. Any other
+//!   combination passes through.
+//! - `splice` waits until its socket or pipe ends are ready (parking), then
+//!   makes the real call with SPLICE_F_NONBLOCK, and parks again on EAGAIN.
+//!   A socket -> pipe splice then never blocks (the kernel stops at the data
+//!   that is there). A pipe -> socket splice is capped at 16 KiB per call
+//!   (a short count, which splice callers loop on), so that a writable
+//!   socket takes it without waiting; a socket with less room than that
+//!   can still block its worker briefly (README: known limits).
+//!
+//! A program that asked for non-blocking (SPLICE_F_NONBLOCK, or O_NONBLOCK
+//! on the socket) gets the real call.
+
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+use libc::{loff_t, off_t, size_t, ssize_t};
+
+use super::rw::write_iov;
+use super::{fd_kind, ready_now, user_nonblocking};
+use crate::sched::fdtable::{self, Dir, KIND_FILE, KIND_NOWAIT, KIND_SOCKET};
+use crate::sched::{in_coroutine, park_until_any_ready};
+use crate::sys::{errno, real, set_errno};
+
+mod next {
+    use libc::{c_int, c_uint, loff_t, off_t, size_t, ssize_t};
+    crate::sys::real::real_fns! {
+        fn sendfile(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t;
+        fn sendfile64(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t;
+        fn splice(inp: c_int, off_in: *mut loff_t, out: c_int, off_out: *mut loff_t,
+            n: size_t, flags: c_uint) -> ssize_t;
+    }
+}
+
+const CHUNK: usize = 64 * 1024;
+const SPLICE_TO_SOCKET_MAX: usize = 16 * 1024;
+
+/// Whether `fd` is a socket or pipe the program left blocking.
+fn parkable(fd: c_int) -> bool {
+    match fdtable::get(fd) {
+        Some(e) => {
+            let k = fd_kind(fd, e);
+            (k == KIND_SOCKET || k == KIND_NOWAIT) && !user_nonblocking(fd, e)
+        }
+        None => false,
+    }
+}
+
+fn is_file(fd: c_int) -> bool {
+    fdtable::get(fd).is_some_and(|e| fd_kind(fd, e) == KIND_FILE)
+}
+
+/// sendfile through a bounce buffer; None: make the real call.
+fn sendfile_parking(out: c_int, inp: c_int, offset: *mut off_t, count: size_t) -> Option<ssize_t> {
+    if !is_file(inp) || !parkable(out) {
+        return None;
+    }
+    let mut pos: i64 = if offset.is_null() {
+        // SAFETY: lseek is not interposed; plain integers.
+        let p = unsafe { libc::lseek64(inp, 0, libc::SEEK_CUR) };
+        if p < 0 {
+            return None;
+        }
+        p
+    } else {
+        // SAFETY: non-null and readable per the sendfile contract.
+        unsafe { *offset }
+    };
+    let mut buf = vec![0u8; CHUNK.min(count.max(1))];
+    let mut sent = 0usize;
+    let mut failed = false;
+    while sent < count {
+        let want = buf.len().min(count - sent);
+        // SAFETY: `buf` is writable for `want` bytes.
+        let n = unsafe { real::pread64(inp, buf.as_mut_ptr().cast(), want, pos) };
+        if n < 0 {
+            failed = sent == 0;
+            break;
+        }
+        if n == 0 {
+            break;
+        }
+        let iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: n as usize,
+        };
+        let w = match write_iov(out, &iov, 1) {
+            Some(w) => w,
+            None => {
+                set_errno(libc::EINVAL);
+                -1
+            }
+        };
+        if w < 0 {
+            failed = sent == 0;
+            break;
+        }
+        sent += w as usize;
+        pos += w as i64;
+        if (w as usize) < n as usize {
+            break;
+        }
+    }
+    let err = errno();
+    if offset.is_null() {
+        // SAFETY: as above.
+        unsafe { libc::lseek64(inp, pos, libc::SEEK_SET) };
+    } else {
+        // SAFETY: non-null and writable per the sendfile contract.
+        unsafe { *offset = pos };
+    }
+    set_errno(err);
+    Some(if failed { -1 } else { sent as ssize_t })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
+    if in_coroutine() {
+        if let Some(r) = sendfile_parking(out, inp, off, n) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's sendfile contract.
+    unsafe { next::sendfile(out, inp, off, n) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendfile64(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
+    if in_coroutine() {
+        if let Some(r) = sendfile_parking(out, inp, off, n) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's sendfile contract.
+    unsafe { next::sendfile64(out, inp, off, n) }
+}
+
+/// splice with readiness first; None: make the real call.
+fn splice_parking(
+    inp: c_int,
+    off_in: *mut loff_t,
+    out: c_int,
+    off_out: *mut loff_t,
+    n: size_t,
+    flags: u32,
+) -> Option<ssize_t> {
+    let (pin, pout) = (parkable(inp), parkable(out));
+    if !pin && !pout {
+        return None;
+    }
+    // Only blocking ends that are sockets or pipes are waited on; a
+    // non-blocking one makes the real call the program asked for.
+    let nonblocking_end = |fd: c_int| {
+        fdtable::get(fd).is_some_and(|e| {
+            let k = fd_kind(fd, e);
+            (k == KIND_SOCKET || k == KIND_NOWAIT) && user_nonblocking(fd, e)
+        })
+    };
+    if nonblocking_end(inp) || nonblocking_end(out) {
+        return None;
+    }
+    let to_socket =
+        fdtable::get(out).is_some_and(|e| e.kind.load(Ordering::Relaxed) == KIND_SOCKET);
+    let n = if to_socket {
+        n.min(SPLICE_TO_SOCKET_MAX)
+    } else {
+        n
+    };
+    loop {
+        let mut waits = Vec::with_capacity(2);
+        if pin {
+            if let Some(e) = fdtable::get(inp) {
+                waits.push((inp, Dir::Read, e.snapshot(Dir::Read)));
+            }
+        }
+        if pout {
+            if let Some(e) = fdtable::get(out) {
+                waits.push((out, Dir::Write, e.snapshot(Dir::Write)));
+            }
+        }
+        let ready =
+            (!pin || ready_now(inp, libc::POLLIN)) && (!pout || ready_now(out, libc::POLLOUT));
+        if ready {
+            // SAFETY: the caller's splice contract.
+            let r = unsafe {
+                next::splice(
+                    inp,
+                    off_in,
+                    out,
+                    off_out,
+                    n,
+                    flags | libc::SPLICE_F_NONBLOCK,
+                )
+            };
+            if r >= 0 || errno() != libc::EAGAIN {
+                return Some(r);
+            }
+        }
+        park_until_any_ready(&waits, None);
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn splice(
+    inp: c_int,
+    off_in: *mut loff_t,
+    out: c_int,
+    off_out: *mut loff_t,
+    n: size_t,
+    flags: std::ffi::c_uint,
+) -> ssize_t {
+    if in_coroutine() && flags & libc::SPLICE_F_NONBLOCK == 0 {
+        if let Some(r) = splice_parking(inp, off_in, out, off_out, n, flags) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's splice contract.
+    unsafe { next::splice(inp, off_in, out, off_out, n, flags) }
+}

@@ -1,0 +1,498 @@
+//! `recv`, `recvfrom`, `recvmsg`, `recvmmsg`, `send`, `sendto`, `sendmsg`,
+//! `sendmmsg`, and the fortified `__recv_chk`, `__recvfrom_chk`.
+//!
+//! Each attempt adds MSG_DONTWAIT (a call that already has it is the
+//! program asking for EAGAIN, and passes through). What the blocking call
+//! would have done is rebuilt around the attempts:
+//!
+//! - a receive returns the first non-EAGAIN result; with MSG_WAITALL (and
+//!   not MSG_PEEK) it accumulates until the buffer is full, EOF, an error or
+//!   SO_RCVTIMEO, and then reports the count received so far, as Linux does;
+//! - a send on a stream socket loops over partial sends until everything is
+//!   sent; an error or SO_SNDTIMEO after a partial send reports the partial
+//!   count (without SIGPIPE, leaving a connection error pending for the
+//!   next call, as the kernel does). Ancillary data goes with the first attempt only (the kernel
+//!   attaches it to the first byte);
+//! - `recvmmsg` without MSG_WAITFORONE waits for `vlen` datagrams (the
+//!   kernel does: the flag exists to stop after the first), checking its
+//!   `timeout` after each datagram as the kernel does, and writing the time
+//!   left back; an error after some datagrams returns the count;
+//! - `sendmmsg` sends every message completely, in order; it returns the
+//!   count sent when an error stops it after the first.
+//!
+//! A program that made the socket non-blocking gets EAGAIN at the first
+//! attempt that finds nothing (the loop asks `user_nonblocking`).
+
+use std::ffi::{c_int, c_uint};
+
+use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t, timespec};
+
+use super::rw::{iov_len, iov_tail, stream_socket_failed};
+use super::{nonblocking_loop, user_nonblocking, Deadline, Io};
+use crate::sched::fdtable::{self, Dir};
+use crate::sched::in_coroutine;
+use crate::sys::{errno, now_ns, real, set_errno};
+
+mod next {
+    use super::*;
+    crate::sys::real::real_fns! {
+        fn recvmmsg(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int, t: *mut timespec) -> c_int;
+        fn sendmmsg(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) -> c_int;
+    }
+}
+
+/// recv/recvfrom with MSG_DONTWAIT attempts (MSG_WAITALL accumulates).
+pub(crate) fn recv_parking(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *mut sockaddr,
+    alen: *mut socklen_t,
+) -> Option<isize> {
+    let e = fdtable::get(fd)?;
+    let mut deadline = Deadline::default();
+    let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;
+    let mut got = 0usize;
+    loop {
+        let io = nonblocking_loop(fd, e, Dir::Read, &mut deadline, || {
+            // SAFETY: the caller's recvfrom contract, from offset `got`.
+            unsafe {
+                real::recvfrom(
+                    fd,
+                    (buf as *mut u8).add(got) as *mut c_void,
+                    n - got,
+                    (flags & !libc::MSG_WAITALL) | libc::MSG_DONTWAIT,
+                    addr,
+                    alen,
+                )
+            }
+        });
+        let r = match io {
+            Io::Done(r) => r,
+            Io::Blocking => return None,
+        };
+        if !waitall {
+            return Some(r);
+        }
+        if r < 0 {
+            return Some(if got > 0 { got as isize } else { -1 });
+        }
+        got += r as usize;
+        if r == 0 || got >= n || user_nonblocking(fd, e) {
+            return Some(got as isize);
+        }
+    }
+}
+
+/// send/sendto with MSG_DONTWAIT attempts, looping over partial sends.
+pub(crate) fn send_parking(
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *const sockaddr,
+    alen: socklen_t,
+) -> Option<isize> {
+    let e = fdtable::get(fd)?;
+    let mut deadline = Deadline::default();
+    let mut sent = 0usize;
+    loop {
+        // After a partial send, a failure returns the count, without SIGPIPE,
+        // and a connection that failed meanwhile keeps its error pending.
+        let nosig = if sent > 0 { libc::MSG_NOSIGNAL } else { 0 };
+        let mut failed = false;
+        let io = nonblocking_loop(fd, e, Dir::Write, &mut deadline, || {
+            if sent > 0 && stream_socket_failed(fd, e) {
+                failed = true;
+                return 0;
+            }
+            // SAFETY: the caller's sendto contract, from offset `sent`.
+            unsafe {
+                real::sendto(
+                    fd,
+                    (buf as *const u8).add(sent) as *const c_void,
+                    n - sent,
+                    flags | libc::MSG_DONTWAIT | nosig,
+                    addr,
+                    alen,
+                )
+            }
+        });
+        let r = match io {
+            Io::Done(_) if failed => return Some(sent as isize),
+            Io::Done(r) => r,
+            Io::Blocking => return None,
+        };
+        if r < 0 {
+            return Some(if sent > 0 { sent as isize } else { -1 });
+        }
+        sent += r as usize;
+        if sent >= n || r == 0 || user_nonblocking(fd, e) {
+            return Some(sent as isize);
+        }
+    }
+}
+
+/// recvmsg with MSG_DONTWAIT attempts; MSG_WAITALL fills the rest of the
+/// iovecs (control data and the address come with the first part).
+fn recvmsg_parking(fd: c_int, msg: *mut msghdr, flags: c_int) -> Option<isize> {
+    let e = fdtable::get(fd)?;
+    let mut deadline = Deadline::default();
+    let first = nonblocking_loop(fd, e, Dir::Read, &mut deadline, || {
+        // SAFETY: the caller's recvmsg contract.
+        unsafe { real::recvmsg(fd, msg, (flags & !libc::MSG_WAITALL) | libc::MSG_DONTWAIT) }
+    });
+    let r = match first {
+        Io::Done(r) => r,
+        Io::Blocking => return None,
+    };
+    let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;
+    if !waitall || r <= 0 {
+        return Some(r);
+    }
+    // SAFETY: the caller's msghdr is readable (the kernel just used it).
+    let (iov, cnt) = unsafe { ((*msg).msg_iov, (*msg).msg_iovlen as c_int) };
+    let total = iov_len(iov, cnt);
+    let mut got = r as usize;
+    while got < total && !user_nonblocking(fd, e) {
+        let tail = iov_tail(iov, cnt, got);
+        // SAFETY: an empty msghdr naming the rest of the caller's buffers.
+        let mut m: msghdr = unsafe { std::mem::zeroed() };
+        m.msg_iov = tail.as_ptr() as *mut iovec;
+        m.msg_iovlen = tail.len();
+        let io = nonblocking_loop(fd, e, Dir::Read, &mut deadline, || {
+            // SAFETY: writes only into the caller's buffers.
+            unsafe {
+                real::recvmsg(
+                    fd,
+                    &mut m,
+                    (flags & !libc::MSG_WAITALL) | libc::MSG_DONTWAIT,
+                )
+            }
+        });
+        match io {
+            Io::Done(r) if r > 0 => got += r as usize,
+            _ => break,
+        }
+    }
+    Some(got as isize)
+}
+
+/// sendmsg with MSG_DONTWAIT attempts, looping over partial sends.
+fn sendmsg_parking(fd: c_int, msg: *const msghdr, flags: c_int) -> Option<isize> {
+    let e = fdtable::get(fd)?;
+    let mut deadline = Deadline::default();
+    // SAFETY: the caller's msghdr is readable per the sendmsg contract.
+    let (iov, cnt) = unsafe { ((*msg).msg_iov, (*msg).msg_iovlen as c_int) };
+    let total = iov_len(iov, cnt);
+    let mut sent = 0usize;
+    loop {
+        let tail;
+        // SAFETY: as above; a copy we may point at the unsent tail.
+        let mut m: msghdr = unsafe { *msg };
+        if sent > 0 {
+            tail = iov_tail(iov, cnt, sent);
+            m.msg_iov = tail.as_ptr() as *mut iovec;
+            m.msg_iovlen = tail.len();
+            m.msg_control = std::ptr::null_mut();
+            m.msg_controllen = 0;
+        }
+        // As in send_parking: no SIGPIPE after a partial send.
+        let nosig = if sent > 0 { libc::MSG_NOSIGNAL } else { 0 };
+        let mut failed = false;
+        let io = nonblocking_loop(fd, e, Dir::Write, &mut deadline, || {
+            if sent > 0 && stream_socket_failed(fd, e) {
+                failed = true;
+                return 0;
+            }
+            // SAFETY: the caller's sendmsg contract.
+            unsafe { real::sendmsg(fd, &m, flags | libc::MSG_DONTWAIT | nosig) }
+        });
+        let r = match io {
+            Io::Done(_) if failed => return Some(sent as isize),
+            Io::Done(r) => r,
+            Io::Blocking if sent == 0 => return None,
+            Io::Blocking => return Some(sent as isize),
+        };
+        if r < 0 {
+            return Some(if sent > 0 { sent as isize } else { -1 });
+        }
+        sent += r as usize;
+        if sent >= total || r == 0 || user_nonblocking(fd, e) {
+            return Some(sent as isize);
+        }
+    }
+}
+
+fn recvmmsg_parking(
+    fd: c_int,
+    vec: *mut mmsghdr,
+    vlen: c_uint,
+    flags: c_int,
+    timeout: *mut timespec,
+) -> Option<c_int> {
+    let e = fdtable::get(fd)?;
+    let vlen = vlen.min(libc::UIO_MAXIOV as c_uint);
+    let end = if timeout.is_null() {
+        None
+    } else {
+        // SAFETY: non-null, readable per the recvmmsg contract.
+        let ts = unsafe { *timeout };
+        if !super::sleep::valid_timespec(&ts) {
+            return None;
+        }
+        Some(now_ns().saturating_add(crate::sys::timespec_ns(&ts)))
+    };
+    let mut got: c_uint = 0;
+    let mut err = 0;
+    while got < vlen {
+        let io = nonblocking_loop(fd, e, Dir::Read, &mut Deadline::default(), || {
+            // SAFETY: the rest of the caller's vector.
+            unsafe {
+                next::recvmmsg(
+                    fd,
+                    vec.add(got as usize),
+                    vlen - got,
+                    (flags & !libc::MSG_WAITFORONE) | libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                ) as isize
+            }
+        });
+        let r = match io {
+            Io::Done(r) => r,
+            Io::Blocking => return None,
+        };
+        if r <= 0 {
+            err = errno();
+            break;
+        }
+        got += r as c_uint;
+        if flags & libc::MSG_WAITFORONE != 0 || user_nonblocking(fd, e) {
+            break;
+        }
+        if end.is_some_and(|d| now_ns() >= d) {
+            break;
+        }
+    }
+    if let Some(d) = end {
+        // The kernel writes the time left back.
+        // SAFETY: non-null and writable per the contract.
+        unsafe { *timeout = crate::sys::ns_timespec(d.saturating_sub(now_ns())) };
+    }
+    if got == 0 {
+        set_errno(err);
+        return Some(-1);
+    }
+    Some(got as c_int)
+}
+
+fn sendmmsg_parking(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) -> Option<c_int> {
+    let e = fdtable::get(fd)?;
+    let vlen = vlen.min(libc::UIO_MAXIOV as c_uint);
+    let mut sent: c_uint = 0;
+    let mut err = 0;
+    while sent < vlen {
+        let io = nonblocking_loop(fd, e, Dir::Write, &mut Deadline::default(), || {
+            // SAFETY: the rest of the caller's vector.
+            unsafe {
+                next::sendmmsg(
+                    fd,
+                    vec.add(sent as usize),
+                    vlen - sent,
+                    flags | libc::MSG_DONTWAIT,
+                ) as isize
+            }
+        });
+        let r = match io {
+            Io::Done(r) => r,
+            Io::Blocking => return None,
+        };
+        if r <= 0 {
+            err = errno();
+            break;
+        }
+        sent += r as c_uint;
+        // A stream socket may take part of the last message: a blocking
+        // sendmmsg would have sent all of it before going on.
+        // SAFETY: entry sent-1 is one the kernel just filled.
+        let last = unsafe { &mut *vec.add(sent as usize - 1) };
+        let want = iov_len(last.msg_hdr.msg_iov, last.msg_hdr.msg_iovlen as c_int);
+        let have = last.msg_len as usize;
+        if have < want && !user_nonblocking(fd, e) {
+            let tail = iov_tail(last.msg_hdr.msg_iov, last.msg_hdr.msg_iovlen as c_int, have);
+            // SAFETY: an empty msghdr naming the unsent rest.
+            let mut m: msghdr = unsafe { std::mem::zeroed() };
+            m.msg_iov = tail.as_ptr() as *mut iovec;
+            m.msg_iovlen = tail.len();
+            if let Some(r) = sendmsg_parking(fd, &m, flags) {
+                if r > 0 {
+                    last.msg_len += r as c_uint;
+                }
+                if last.msg_len as usize != want {
+                    break;
+                }
+            }
+        }
+        if user_nonblocking(fd, e) {
+            break;
+        }
+    }
+    if sent == 0 {
+        set_errno(err);
+        return Some(-1);
+    }
+    Some(sent as c_int)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+        let (addr, alen) = (std::ptr::null_mut(), std::ptr::null_mut());
+        if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's recv contract.
+    unsafe { real::recv(fd, buf, n, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvfrom(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *mut sockaddr,
+    alen: *mut socklen_t,
+) -> ssize_t {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+        if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's recvfrom contract.
+    unsafe { real::recvfrom(fd, buf, n, flags, addr, alen) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
+        if let Some(r) = recvmsg_parking(fd, msg, flags) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's recvmsg contract.
+    unsafe { real::recvmsg(fd, msg, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn recvmmsg(
+    fd: c_int,
+    vec: *mut mmsghdr,
+    vlen: c_uint,
+    flags: c_int,
+    timeout: *mut timespec,
+) -> c_int {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 && !vec.is_null() && vlen > 0 {
+        if let Some(r) = recvmmsg_parking(fd, vec, vlen, flags, timeout) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's recvmmsg contract.
+    unsafe { next::recvmmsg(fd, vec, vlen, flags, timeout) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+        if let Some(r) = send_parking(fd, buf, n, flags, std::ptr::null(), 0) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's send contract.
+    unsafe { real::send(fd, buf, n, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendto(
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *const sockaddr,
+    alen: socklen_t,
+) -> ssize_t {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+        if let Some(r) = send_parking(fd, buf, n, flags, addr, alen) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's sendto contract.
+    unsafe { real::sendto(fd, buf, n, flags, addr, alen) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
+        if let Some(r) = sendmsg_parking(fd, msg, flags) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's sendmsg contract.
+    unsafe { real::sendmsg(fd, msg, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sendmmsg(
+    fd: c_int,
+    vec: *mut mmsghdr,
+    vlen: c_uint,
+    flags: c_int,
+) -> c_int {
+    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 && !vec.is_null() && vlen > 0 {
+        if let Some(r) = sendmmsg_parking(fd, vec, vlen, flags) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's sendmmsg contract.
+    unsafe { next::sendmmsg(fd, vec, vlen, flags) }
+}
+
+extern "C" {
+    fn __chk_fail() -> !;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __recv_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+    flags: c_int,
+) -> ssize_t {
+    if n > buflen {
+        // SAFETY: glibc's own failure report, as the real __recv_chk does.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: the caller's recv contract.
+    unsafe { recv(fd, buf, n, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn __recvfrom_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+    flags: c_int,
+    addr: *mut sockaddr,
+    alen: *mut socklen_t,
+) -> ssize_t {
+    if n > buflen {
+        // SAFETY: as in __recv_chk.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: the caller's recvfrom contract.
+    unsafe { recvfrom(fd, buf, n, flags, addr, alen) }
+}
