@@ -77,3 +77,4 @@ check: fmt lint
 clean:
 	$(CARGO) clean
 	rm -rf $(BIN)
+$(PLAIN_BINS): $(wildcard c-tests/*.h)

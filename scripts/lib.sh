@@ -42,3 +42,17 @@ wait_port() {
 nthreads() { ls "/proc/$1/task" | wc -l; }
 # RSS of a pid in KiB.
 rss_kib() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
+
+# Runs "$BIN/$1" natively and under corun (one worker, so a call that
+# blocked instead of parking would show) and fails unless both transcripts
+# are identical and both runs exit 0. Extra arguments go to the program.
+same_transcript() {
+    local prog="$1"; shift
+    "$BIN/$prog" "$@" >"$TMPD/$prog.native" 2>"$TMPD/$prog.native.err" \
+        || fail "$prog failed natively: $(cat "$TMPD/$prog.native.err")"
+    CORUN_WORKERS=1 corun "$BIN/$prog" "$@" >"$TMPD/$prog.corun" 2>"$TMPD/$prog.corun.err" \
+        || fail "$prog failed under corun: $(cat "$TMPD/$prog.corun.err")"
+    diff -u "$TMPD/$prog.native" "$TMPD/$prog.corun" \
+        || fail "$prog: the transcript under corun differs from the native one"
+    [ -s "$TMPD/$prog.native" ] || fail "$prog printed nothing"
+}
