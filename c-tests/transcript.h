@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define DELAY 50 /* ms a helper waits before acting */
+
 static volatile long tr_ticks;
 static int tr_under_corun;
 static int tr_not_parked;
@@ -164,6 +166,25 @@ static void tr_do_write(void *p)
         off += (size_t)r;
     }
 }
+/* Writes each of parts[] to fd, DELAY ms apart, in order, on one helper
+ * (separate helpers could run out of order on a loaded machine). */
+struct tr_parts {
+    int fd;
+    int n;
+    const char *part[4];
+};
+static void tr_do_parts(void *p)
+{
+    struct tr_parts *w = p;
+    for (int i = 0; i < w->n; i++) {
+        if (i > 0) {
+            struct timespec ts = {0, DELAY * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (write(w->fd, w->part[i], strlen(w->part[i])) < 0)
+            break;
+    }
+}
 static void tr_do_close(void *p) { close((int)(intptr_t)p); }
 
 /* Writes n bytes of buf to fd after ms (buf must stay alive). */
@@ -176,6 +197,20 @@ static inline void later_write(int ms, int fd, const void *buf, size_t n)
     w->buf = buf;
     w->n = n;
     later(ms, tr_do_write, w);
+}
+
+static inline void later_parts(int fd, const char *a, const char *b, const char *c)
+{
+    struct tr_parts *w = calloc(1, sizeof *w);
+    if (!w)
+        abort();
+    w->fd = fd;
+    w->part[w->n++] = a;
+    if (b)
+        w->part[w->n++] = b;
+    if (c)
+        w->part[w->n++] = c;
+    later(DELAY, tr_do_parts, w);
 }
 
 static inline void later_close(int ms, int fd) { later(ms, tr_do_close, (void *)(intptr_t)fd); }
@@ -209,7 +244,5 @@ static inline void later_drain(int ms, int fd, size_t n, volatile size_t *got)
     d->got = got;
     later(ms, tr_do_drain, d);
 }
-
-#define DELAY 50 /* ms a helper waits before acting */
 
 #endif
