@@ -4,7 +4,11 @@
 //! side blocks unless O_NONBLOCK is set on the open file description, which
 //! corun never does (DESIGN.md §5.1). So:
 //!
-//! - `sendfile` from a regular file to a socket or pipe, in a coroutine, is
+//! - `sendfile` from a regular file to a pipe waits until the pipe has room
+//!   and then makes the real call, which moves what fits without waiting
+//!   (natively too, a blocking sendfile into a pipe returns a short count
+//!   once the pipe is full).
+//! - `sendfile` from a regular file to a socket, in a coroutine, is
 //!   done as the kernel would, with a bounce buffer: `pread` a chunk of the
 //!   file, write it with the parking `write` (MSG_DONTWAIT / RWF_NOWAIT
 //!   attempts, park on EAGAIN), advance. The count, the file offset (the
@@ -58,14 +62,58 @@ fn parkable(fd: c_int) -> bool {
     }
 }
 
+fn is_pipe(fd: c_int) -> bool {
+    // SAFETY: a zeroed stat is a valid out-buffer; raw syscall (the stat
+    // family may be interposed).
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let r = unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st) };
+    r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO
+}
+
 fn is_file(fd: c_int) -> bool {
     fdtable::get(fd).is_some_and(|e| fd_kind(fd, e) == KIND_FILE)
 }
 
-/// sendfile through a bounce buffer; None: make the real call.
-fn sendfile_parking(out: c_int, inp: c_int, offset: *mut off_t, count: size_t) -> Option<ssize_t> {
+/// sendfile to a pipe: wait until it has room, then the real call, which
+/// then moves what fits without waiting (a short count, as natively: a
+/// blocking sendfile into a pipe returns once it has filled it).
+fn sendfile_to_pipe(
+    out: c_int,
+    inp: c_int,
+    offset: *mut off_t,
+    count: size_t,
+    real_fn: unsafe fn(c_int, c_int, *mut off_t, size_t) -> ssize_t,
+) -> ssize_t {
+    let e = match fdtable::get(out) {
+        // SAFETY: the caller's sendfile contract.
+        None => return unsafe { real_fn(out, inp, offset, count) },
+        Some(e) => e,
+    };
+    loop {
+        let seen = e.snapshot(Dir::Write);
+        if ready_now(out, libc::POLLOUT) {
+            // SAFETY: the caller's sendfile contract.
+            return unsafe { real_fn(out, inp, offset, count) };
+        }
+        park_until_any_ready(&[(out, Dir::Write, seen)], None);
+    }
+}
+
+/// sendfile through a bounce buffer (to a socket) or after readiness (to
+/// a pipe); None: make the real call.
+fn sendfile_parking(
+    out: c_int,
+    inp: c_int,
+    offset: *mut off_t,
+    count: size_t,
+    real_fn: unsafe fn(c_int, c_int, *mut off_t, size_t) -> ssize_t,
+) -> Option<ssize_t> {
     if !is_file(inp) || !parkable(out) {
         return None;
+    }
+    if fdtable::get(out).is_some_and(|e| e.kind.load(Ordering::Relaxed) == KIND_NOWAIT) {
+        return Some(sendfile_to_pipe(out, inp, offset, count, real_fn));
     }
     let mut pos: i64 = if offset.is_null() {
         // SAFETY: lseek is not interposed; plain integers.
@@ -128,7 +176,7 @@ fn sendfile_parking(out: c_int, inp: c_int, offset: *mut off_t, count: size_t) -
 #[no_mangle]
 pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
     if in_coroutine() {
-        if let Some(r) = sendfile_parking(out, inp, off, n) {
+        if let Some(r) = sendfile_parking(out, inp, off, n, next::sendfile) {
             return r;
         }
     }
@@ -139,7 +187,7 @@ pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, n: si
 #[no_mangle]
 pub unsafe extern "C" fn sendfile64(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
     if in_coroutine() {
-        if let Some(r) = sendfile_parking(out, inp, off, n) {
+        if let Some(r) = sendfile_parking(out, inp, off, n, next::sendfile64) {
             return r;
         }
     }
@@ -157,7 +205,8 @@ fn splice_parking(
     flags: u32,
 ) -> Option<ssize_t> {
     let (pin, pout) = (parkable(inp), parkable(out));
-    if !pin && !pout {
+    if !pin && !pout || !is_pipe(inp) && !is_pipe(out) {
+        // Nothing to wait on, or no pipe at all (the kernel says EINVAL).
         return None;
     }
     // Only blocking ends that are sockets or pipes are waited on; a
