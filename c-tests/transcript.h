@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,8 +129,13 @@ static void *tr_later_body(void *p)
 {
     struct tr_later l = *(struct tr_later *)p;
     free(p);
+    /* Signals are for the program's main flow, not for helpers. */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
     struct timespec ts = {l.ms / 1000, (long)(l.ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
     l.fn(l.arg);
     return NULL;
 }
