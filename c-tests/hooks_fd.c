@@ -3,13 +3,21 @@
  *
  * close, close_range, closefrom, fclose, dup, dup2, dup3, fcntl, fcntl64,
  * ioctl, pipe, pipe2, open/open64 (a FIFO, with and without O_NONBLOCK),
- * eventfd after an fd was closed behind corun's back (fclose), sendfile,
- * sendfile64 and splice; and what children see: a forked child and
+ * openat, creat, the fortified __open_2/__open64_2/__openat_2, eventfd
+ * after an fd was closed behind corun's back (fclose), inotify, signalfd,
+ * memfd_create, epoll_create, popen/pclose, sendfile, sendfile64 and
+ * splice; and what children see: a forked child and
  * `sh -c 'cat'` reading a pipe the parent writes with waits in between
  * find a blocking fd (corun never leaves O_NONBLOCK on a description).
  */
+#undef _FORTIFY_SOURCE
+#define _FORTIFY_SOURCE 2
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -40,6 +48,14 @@ static void do_collect(void *p)
     }
     c->got = got;
 }
+
+static void do_kill_usr2(void *p)
+{
+    (void)p;
+    kill(getpid(), SIGUSR2);
+}
+
+static void do_create(void *p) { close(creat((const char *)p, 0600)); }
 
 static int fill_file(const char *dir, size_t n)
 {
@@ -167,6 +183,73 @@ int main(int argc, char **argv)
     WAITS("read blocking fifo, same number (data later)", read(f2, buf, sizeof buf));
     close(f2);
     unlink(fifo);
+
+    /* The other ways to open, and fds of every kind that wait. */
+    char path[256];
+    snprintf(path, sizeof path, "%s/hooks_fd.file", dir);
+    int cr = creat(path, 0600);
+    T("creat", cr >= 0);
+    T("write", write(cr, "file", 4));
+    close(cr);
+    volatile int rdonly = O_RDONLY; /* not a constant: the fortified names */
+    int o2 = open(path, rdonly);
+    T("open (fortified: __open_2)", o2 >= 0);
+    int o3 = open64(path, rdonly);
+    T("open64 (fortified: __open64_2)", o3 >= 0);
+    int o4 = openat(AT_FDCWD, path, rdonly);
+    T("openat (fortified: __openat_2)", o4 >= 0);
+    int o5 = openat(AT_FDCWD, path, O_RDONLY);
+    T("openat", o5 >= 0);
+    int o6 = openat64(AT_FDCWD, path, O_RDONLY);
+    T("openat64", o6 >= 0);
+    T("pread64", pread64(o6, buf, 3, 1));
+    int o7 = creat64(path, 0600);
+    T("creat64", o7 >= 0);
+    close(o2);
+    close(o3);
+    close(o4);
+    close(o5);
+    close(o6);
+    close(o7);
+    unlink(path);
+    int in = inotify_init1(0);
+    T("inotify_init1", in >= 0);
+    T("inotify_add_watch", inotify_add_watch(in, dir, IN_CREATE) >= 0);
+    char created[256];
+    snprintf(created, sizeof created, "%s/hooks_fd.created", dir);
+    later(DELAY, do_create, created);
+    char evbuf[4096] __attribute__((aligned(8)));
+    WAITS("read inotify (a file is created later)", read(in, evbuf, sizeof evbuf) > 0);
+    CHECK("IN_CREATE", ((struct inotify_event *)evbuf)->mask & IN_CREATE);
+    unlink(created);
+    close(in);
+    int in0 = inotify_init();
+    T("inotify_init", in0 >= 0);
+    close(in0);
+    int mf = memfd_create("hooks_fd", 0);
+    T("memfd_create", mf >= 0);
+    T("write memfd", write(mf, "memfd", 5));
+    T("pread memfd", pread(mf, buf, 5, 0));
+    close(mf);
+    int ep0 = epoll_create(1);
+    T("epoll_create", ep0 >= 0);
+    close(ep0);
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &usr2, NULL);
+    int sfd = signalfd(-1, &usr2, 0);
+    T("signalfd", sfd >= 0);
+    later(DELAY, do_kill_usr2, NULL);
+    struct signalfd_siginfo si;
+    WAITS("read signalfd (signal later)", read(sfd, &si, sizeof si));
+    CHECK("SIGUSR2", si.ssi_signo == SIGUSR2);
+    close(sfd);
+    FILE *pp = popen("echo popen", "r");
+    char line[32] = "";
+    T("popen", pp != NULL);
+    T("fgets from popen", fgets(line, sizeof line, pp) != NULL);
+    T("pclose", pclose(pp));
 
     /* An fd closed behind corun's back (fclose), its number reused by an
      * eventfd: the eventfd must not inherit the socket's registration. */

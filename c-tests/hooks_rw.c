@@ -1,7 +1,8 @@
 /*
  * hooks_rw - read/write family transcript (see transcript.h).
  *
- * read, write, readv, writev, pread, pwrite and the fortified __read_chk on
+ * read, write, readv, writev, pread, pwrite and the fortified __read_chk,
+ * __pread_chk on
  * pipes, socketpairs, an eventfd, a timerfd and a regular file: data that
  * arrives later, EOF, full pipes that drain later, EPIPE, EBADF, ESPIPE,
  * and the program's own O_NONBLOCK wish (pipe2, fcntl, ioctl FIONBIO) kept
@@ -104,6 +105,7 @@ int main(void)
     T("pread file", pread(f, buf, 4, 7));
     CHECK("pread bytes", memcmp(buf, "2345", 4) == 0);
     T("read file at 0", read(f, buf, sizeof buf));
+    T("pread file (fortified: __pread_chk)", pread(f, buf, len, 0));
     close(f);
     T("pipe", pipe(p));
     T("pread pipe", pread(p[0], buf, 4, 0));

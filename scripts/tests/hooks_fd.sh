@@ -4,7 +4,10 @@
 # parked) is the native one.
 source "$(dirname "$0")/../lib.sh"
 same_transcript hooks_fd "$TMPD"
-for f in fcntl64 open64 sendfile64 close_range closefrom fclose splice; do
-    nm "$BIN/hooks_fd" | grep -q "U $f" || fail "hooks_fd does not call $f"
+syms=$(nm "$BIN/hooks_fd")
+for f in fcntl64 open64 sendfile64 close_range closefrom fclose splice creat creat64 __open_2 \
+    __open64_2 __openat_2 openat openat64 inotify_init inotify_init1 memfd_create signalfd \
+    epoll_create pclose pread64; do
+    grep -q "U $f" <<<"$syms" || fail "hooks_fd does not call $f"
 done
 ok "hooks_fd: $(wc -l <"$TMPD/hooks_fd.native") lines, same transcript natively and under corun"
