@@ -12,11 +12,14 @@
  *   the wait goes on, as with SA_RESTART (even for poll and nanosleep,
  *   which natively fail with EINTR);
  * - hooks pass straight through before the runtime is up (a constructor),
- *   on a native thread, and inside a signal handler.
+ *   on a native thread, and inside a signal handler (a handler that waits
+ *   blocks its thread as natively, it does not park the coroutine it
+ *   interrupted); sigaction/signal report the program's own handlers.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -85,6 +88,27 @@ static void alarm_in(long ms)
 {
     struct itimerval it = {{0, 0}, {ms / 1000, (ms % 1000) * 1000}};
     setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* A handler that makes a call that waits, raised inside a running
+ * coroutine: the call must block the thread (passthrough), not park the
+ * coroutine inside its handler (the ticker must not move meanwhile). */
+static int handler_pipe[2];
+static volatile long handler_read = -2, handler_ticks = -1;
+static void on_usr1(int sig)
+{
+    (void)sig;
+    char c[8];
+    long t0 = tr_ticks;
+    handler_read = read(handler_pipe[0], c, sizeof c);
+    handler_ticks = tr_ticks - t0;
+}
+static void on_usr2(int sig) { (void)sig; }
+static sigjmp_buf jump_back;
+static void on_jump(int sig)
+{
+    (void)sig;
+    siglongjmp(jump_back, 1);
 }
 
 static int native_result = -1;
@@ -180,6 +204,36 @@ int main(void)
     must(nanosleep(&req, &rem) == 0 && tr_now_ms() - t0 >= 200 && alarms == 3 && rem.tv_sec == 9,
          "a signal does not end a parked nanosleep; rem untouched");
     must(read(sig_pipe[0], buf, sizeof buf) == 3, "hooks pass through in a signal handler (3 writes)");
+
+    /* A wait inside a handler that interrupted a running coroutine. */
+    if (pipe(handler_pipe))
+        return 2;
+    struct sigaction su;
+    memset(&su, 0, sizeof su);
+    su.sa_handler = on_usr1;
+    su.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &su, NULL);
+    struct sigaction back;
+    sigaction(SIGUSR1, NULL, &back);
+    must(back.sa_handler == on_usr1 && (back.sa_flags & SA_RESTART), "sigaction reports the program's own handler and flags");
+    later_write(100, handler_pipe[1], "h", 1);
+    raise(SIGUSR1); /* runs the handler now, on this coroutine's stack */
+    must(handler_read == 1 && handler_ticks == 0,
+         "a hook in a signal handler passes through (blocks the thread, never parks in the handler)");
+    must(signal(SIGUSR1, on_usr2) == on_usr1, "signal returns the program's previous handler");
+    must(signal(SIGUSR1, SIG_DFL) == on_usr2, "signal returns the handler set by signal");
+
+    /* A handler left by siglongjmp: waits park again afterwards. */
+    signal(SIGUSR2, on_jump);
+    if (sigsetjmp(jump_back, 1) == 0)
+        raise(SIGUSR2);
+    if (pipe(p))
+        return 2;
+    later_write(DELAY, p[1], "j", 1);
+    long tk = tr_ticks;
+    must(read(p[0], buf, 1) == 1 && tr_ticks > tk, "after a handler left by siglongjmp, waits park again");
+    close(p[0]);
+    close(p[1]);
 
     /* A native thread: the real blocking call, woken by a coroutine. */
     if (pipe(native_pipe))

@@ -14,6 +14,7 @@
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
 //! | `process.rs`  | fork, vfork, waitpid, wait |
+//! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk |
 //! | `signal.rs`   | sigwait, sigwaitinfo, sigtimedwait, sigsuspend, pause, sched_yield |
 //! | `dns.rs`      | getaddrinfo, getnameinfo, gethostbyname(2)(_r), gethostbyaddr |
 //! | `start.rs`    | __libc_start_main |
@@ -63,6 +64,7 @@ pub mod pthread_sync;
 pub mod rw;
 pub mod sendfile;
 pub mod sendrecv;
+pub mod sigaction;
 pub mod signal;
 pub mod sleep;
 pub mod socket;

@@ -45,10 +45,34 @@ pub enum FdWait {
     NotPollable(i32),
 }
 
-/// Whether the caller runs in a coroutine (false in runtime code).
+/// Whether the caller runs in a coroutine (false in runtime code, and in a
+/// signal handler, even one that interrupted a coroutine).
 #[inline]
 pub fn in_coroutine() -> bool {
-    !current_task_ptr().is_null()
+    !current_task_ptr().is_null() && SIGNAL_DEPTH.get() == 0
+}
+
+std::thread_local! {
+    /// Signal handlers running on this thread (nested). While one runs, the
+    /// thread is not "in a coroutine" for the hooks: they pass through
+    /// instead of parking inside the handler.
+    static SIGNAL_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A signal handler starts on this thread (called by the hooks'
+/// trampoline; async-signal-safe: a const thread-local).
+pub fn signal_handler_enter() {
+    SIGNAL_DEPTH.set(SIGNAL_DEPTH.get().saturating_add(1));
+}
+
+/// The handler returned.
+pub fn signal_handler_leave() {
+    SIGNAL_DEPTH.set(SIGNAL_DEPTH.get().saturating_sub(1));
+}
+
+/// A handler left by longjmp: it will never return.
+pub fn signal_handler_reset() {
+    SIGNAL_DEPTH.set(0);
 }
 
 /// The running task, if any.
