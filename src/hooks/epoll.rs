@@ -24,10 +24,9 @@ use std::ffi::c_int;
 use libc::{epoll_event, sigset_t, timespec};
 
 use super::fdctl::note_new_fd;
-use super::sleep::valid_timespec;
 use crate::sched::fdtable::{self, Dir, KIND_OTHER};
 use crate::sched::{in_coroutine, park_until_ready, FdWait};
-use crate::sys::{now_ns, real, set_errno, timespec_ns};
+use crate::sys::{now_ns, real, set_errno};
 
 mod next {
     use libc::{c_int, epoll_event, sigset_t, timespec};
@@ -120,14 +119,8 @@ pub unsafe extern "C" fn epoll_pwait2(
     mask: *const sigset_t,
 ) -> c_int {
     if in_coroutine() {
-        let deadline = if ts.is_null() {
-            Some(None)
-        } else {
-            // SAFETY: non-null and readable per the contract.
-            let t = unsafe { *ts };
-            (valid_timespec(&t) && (t.tv_sec, t.tv_nsec) != (0, 0))
-                .then(|| Some(now_ns().saturating_add(timespec_ns(&t))))
-        };
+        // SAFETY: NULL or readable per the caller's contract.
+        let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {
             if let Some(r) = epoll_parking(epfd, ev, max, d, mask) {
                 return r;

@@ -77,6 +77,22 @@ fn poll_interests(fds: &[pollfd]) -> Vec<(i32, Dir, Snapshot)> {
     waits
 }
 
+/// What a timespec timeout means for a parking wait: Some(None) waits
+/// forever (NULL), Some(Some(deadline)) waits until then; None is a zero
+/// or invalid timeout, which the real call handles (at once) by itself.
+///
+/// # Safety
+/// `ts` is NULL or readable.
+pub(crate) unsafe fn parking_deadline(ts: *const timespec) -> Option<Option<u64>> {
+    if ts.is_null() {
+        return Some(None);
+    }
+    // SAFETY: non-null, readable per this function's contract.
+    let t = unsafe { *ts };
+    (valid_timespec(&t) && (t.tv_sec, t.tv_nsec) != (0, 0))
+        .then(|| Some(now_ns().saturating_add(timespec_ns(&t))))
+}
+
 /// A deadline `ms` from now; None for a negative (infinite) timeout.
 fn deadline_ms(ms: c_int) -> Option<u64> {
     (ms >= 0).then(|| now_ns().saturating_add(ms as u64 * 1_000_000))
@@ -149,14 +165,8 @@ pub unsafe extern "C" fn ppoll(
     mask: *const sigset_t,
 ) -> c_int {
     if in_coroutine() {
-        let deadline = if ts.is_null() {
-            Some(None)
-        } else {
-            // SAFETY: non-null and readable per the ppoll contract.
-            let t = unsafe { *ts };
-            (valid_timespec(&t) && (t.tv_sec, t.tv_nsec) != (0, 0))
-                .then(|| Some(now_ns().saturating_add(timespec_ns(&t))))
-        };
+        // SAFETY: NULL or readable per the caller's contract.
+        let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {
             return poll_parking(fds, n, d, mask);
         }
@@ -358,14 +368,8 @@ pub unsafe extern "C" fn pselect(
     mask: *const sigset_t,
 ) -> c_int {
     if in_coroutine() && nfds >= 0 {
-        let deadline = if ts.is_null() {
-            Some(None)
-        } else {
-            // SAFETY: non-null and readable per the pselect contract.
-            let t = unsafe { *ts };
-            (valid_timespec(&t) && (t.tv_sec, t.tv_nsec) != (0, 0))
-                .then(|| Some(now_ns().saturating_add(timespec_ns(&t))))
-        };
+        // SAFETY: NULL or readable per the caller's contract.
+        let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {
             return select_parking(nfds, r, w, x, d, Some(mask));
         }

@@ -151,37 +151,35 @@ fn wrap_installed(sig: c_int, h: sighandler_t, old: sighandler_t) -> sighandler_
     old
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn signal(sig: c_int, h: sighandler_t) -> sighandler_t {
+/// A `signal`-style call: the real one installs with glibc's flags, then
+/// the kernel is re-pointed at the trampoline.
+fn signal_like(
+    sig: c_int,
+    h: sighandler_t,
+    real_fn: unsafe fn(c_int, sighandler_t) -> sighandler_t,
+) -> sighandler_t {
     let saved = crate::sys::errno();
     // SAFETY: plain values.
-    let old = unsafe { next::signal(sig, h) };
+    let old = unsafe { real_fn(sig, h) };
     let e = crate::sys::errno();
     let r = wrap_installed(sig, h, old);
     crate::sys::set_errno(if old == libc::SIG_ERR { e } else { saved });
     r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn signal(sig: c_int, h: sighandler_t) -> sighandler_t {
+    signal_like(sig, h, next::signal)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn bsd_signal(sig: c_int, h: sighandler_t) -> sighandler_t {
-    let saved = crate::sys::errno();
-    // SAFETY: plain values.
-    let old = unsafe { next::bsd_signal(sig, h) };
-    let e = crate::sys::errno();
-    let r = wrap_installed(sig, h, old);
-    crate::sys::set_errno(if old == libc::SIG_ERR { e } else { saved });
-    r
+    signal_like(sig, h, next::bsd_signal)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn sysv_signal(sig: c_int, h: sighandler_t) -> sighandler_t {
-    let saved = crate::sys::errno();
-    // SAFETY: plain values.
-    let old = unsafe { next::sysv_signal(sig, h) };
-    let e = crate::sys::errno();
-    let r = wrap_installed(sig, h, old);
-    crate::sys::set_errno(if old == libc::SIG_ERR { e } else { saved });
-    r
+    signal_like(sig, h, next::sysv_signal)
 }
 
 macro_rules! jump_out {
