@@ -71,6 +71,13 @@ static int fill_file(const char *dir, size_t n)
 
 int main(int argc, char **argv)
 {
+    /* SIGUSR2 is read through a signalfd below: blocked first, before any
+     * thread starts (under corun: before the ticker starts a worker), so
+     * every thread inherits the mask, as a program using signalfd does. */
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &usr2, NULL);
     tr_start();
     signal(SIGPIPE, SIG_IGN);
     const char *dir = argc > 1 ? argv[1] : "/tmp";
@@ -234,10 +241,6 @@ int main(int argc, char **argv)
     int ep0 = epoll_create(1);
     T("epoll_create", ep0 >= 0);
     close(ep0);
-    sigset_t usr2;
-    sigemptyset(&usr2);
-    sigaddset(&usr2, SIGUSR2);
-    sigprocmask(SIG_BLOCK, &usr2, NULL);
     int sfd = signalfd(-1, &usr2, 0);
     T("signalfd", sfd >= 0);
     later(DELAY, do_kill_usr2, NULL);
