@@ -1,7 +1,8 @@
 /*
  * hooks_corun_only - what corun promises where native Linux differs or
  * cannot be compared (run only under corun; exits 1 on the first broken
- * promise, naming it).
+ * promise, naming it). Run it with CORUN_WORKERS=1, as its script does: the
+ * parking checks need transcript.h's ticker on main's worker.
  *
  * - close() of an fd another party waits on wakes the waiter with EBADF
  *   (natively a blocked read does not wake: DESIGN.md section 2 makes it
