@@ -18,12 +18,6 @@ if ((${#pkgs[@]})); then
 fi
 export PATH="$PATH:/usr/sbin"
 status=0
-# Until epoll_wait parks (issue 3), a program with an event loop per thread
-# (apache's event MPM listener, memcached's libevent workers) keeps kernel
-# threads under corun: as coroutines (issue 4), the first loop blocked in the
-# real epoll_wait holds its worker and every thread placed there (apache
-# serves nothing, memcached never listens). Drop this when epoll_wait parks.
-threads_until_epoll_hook=native
 run() { # mode(native|corun) cmd... ; sets $pid
     if [ "$1" = corun ]; then shift; CORUN_THREADS="${corun_threads:-coroutine}" LD_PRELOAD="$LIB" "$@" & else shift; "$@" & fi
     pid=$!
@@ -61,7 +55,7 @@ a="$TMPD/apache"; mkdir -p "$a/logs" "$a/htdocs"
 head -c 4096 /dev/urandom | base64 >"$a/htdocs/index.html"
 chmod 755 "$TMPD"; chmod -R a+rwx "$a"
 for server in nginx apache2; do
-    corun_threads=coroutine; [ $server = apache2 ] && corun_threads=$threads_until_epoll_hook
+    corun_threads=coroutine
     declare -A got=()
     for mode in native corun; do
         port=$(free_port)
@@ -108,7 +102,7 @@ CONF
 done
 
 # memcached: 4 worker threads (libevent) and a listener.
-corun_threads=$threads_until_epoll_hook
+corun_threads=coroutine
 for mode in native corun; do
     port=$(free_port)
     run $mode memcached -u root -l 127.0.0.1 -p "$port" -t 4 -c 4096 -U 0
