@@ -1,7 +1,8 @@
 /*
  * hooks_rw - read/write family transcript (see transcript.h).
  *
- * read, write, readv, writev, pread, pwrite and the fortified __read_chk,
+ * read, write, readv, writev, preadv2, pwritev2, pread, pwrite and the
+ * fortified __read_chk,
  * __pread_chk on
  * pipes, socketpairs, an eventfd, a timerfd and a regular file: data that
  * arrives later, EOF, full pipes that drain later, EPIPE, EBADF, ESPIPE,
@@ -72,6 +73,24 @@ int main(void)
     later_close(DELAY, s[1]);
     WAITS("read socketpair (peer closes later)", read(s[0], buf, sizeof buf));
     close(s[0]);
+
+    /* preadv2/pwritev2 at offset -1 without flags are readv/writev; with
+     * RWF_NOWAIT they are what the program asked for. */
+    T("pipe", pipe(p));
+    char pv[16];
+    struct iovec piv = {pv, sizeof pv};
+    later_write(DELAY, p[1], "preadv2", 7);
+    WAITS("preadv2 -1 on a pipe (data later)", preadv2(p[0], &piv, 1, -1, 0));
+    T("preadv2 RWF_NOWAIT on an empty pipe", preadv2(p[0], &piv, 1, -1, RWF_NOWAIT));
+    T("preadv2 at offset 0 on a pipe", preadv2(p[0], &piv, 1, 0, 0));
+    struct iovec bigv = {big, 100000};
+    drained = 0;
+    later_drain(DELAY, p[0], 100000, &drained);
+    WAITS("pwritev2 -1 100000 to a pipe (drained later)", pwritev2(p[1], &bigv, 1, -1, 0));
+    while (drained != 100000)
+        usleep(1000);
+    close(p[0]);
+    close(p[1]);
 
     /* eventfd and timerfd. */
     int efd = T("eventfd", eventfd(0, 0));

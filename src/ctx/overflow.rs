@@ -106,8 +106,8 @@ pub fn install_handler() {
         sa.sa_sigaction = handler as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
         libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGSEGV, &sa, std::ptr::addr_of_mut!(OLD_SEGV).cast());
-        libc::sigaction(libc::SIGBUS, &sa, std::ptr::addr_of_mut!(OLD_BUS).cast());
+        crate::sys::real::sigaction(libc::SIGSEGV, &sa, std::ptr::addr_of_mut!(OLD_SEGV).cast());
+        crate::sys::real::sigaction(libc::SIGBUS, &sa, std::ptr::addr_of_mut!(OLD_BUS).cast());
     }
 }
 
@@ -138,6 +138,6 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_v
         } else {
             std::ptr::addr_of!(OLD_SEGV)
         };
-        libc::sigaction(sig, old.cast(), std::ptr::null_mut());
+        crate::sys::real::sigaction(sig, old.cast(), std::ptr::null_mut());
     }
 }

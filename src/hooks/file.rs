@@ -91,9 +91,9 @@ fn file_io(fd: c_int, iov: *const libc::iovec, cnt: c_int, write: bool) -> isize
     // SAFETY: the caller's readv/writev contract; offset -1 = file position.
     let r = unsafe {
         if write {
-            libc::pwritev2(fd, iov, cnt, -1, libc::RWF_NOWAIT)
+            crate::sys::real::pwritev2(fd, iov, cnt, -1, libc::RWF_NOWAIT)
         } else {
-            libc::preadv2(fd, iov, cnt, -1, libc::RWF_NOWAIT)
+            crate::sys::real::preadv2(fd, iov, cnt, -1, libc::RWF_NOWAIT)
         }
     };
     let done = match r {

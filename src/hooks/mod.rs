@@ -3,7 +3,7 @@
 //!
 //! | file          | interposes |
 //! |---------------|------------|
-//! | `rw.rs`       | read, write, readv, writev, pread(64), pwrite(64), __read_chk, __pread(64)_chk |
+//! | `rw.rs`       | read, write, readv, writev, preadv(64)v2, pwritev(64)v2, pread(64), pwrite(64), __read_chk, __pread(64)_chk |
 //! | `sendrecv.rs` | recv, recvfrom, recvmsg, recvmmsg, send, sendto, sendmsg, sendmmsg, __recv_chk, __recvfrom_chk |
 //! | `socket.rs`   | socket, socketpair, accept, accept4, connect, shutdown, setsockopt, getsockopt |
 //! | `sendfile.rs` | sendfile, sendfile64, splice |

@@ -1,5 +1,7 @@
-//! `read`, `write`, `readv`, `writev`, `__read_chk`; `pread`, `pwrite`
-//! (and their `64` names, `__pread_chk`, `__pread64_chk`).
+//! `read`, `write`, `readv`, `writev`, `__read_chk`; `preadv2`, `pwritev2`
+//! (and `preadv64v2`, `pwritev64v2`) at offset -1 without flags, which are
+//! `readv`/`writev`; `pread`, `pwrite` (and their `64` names,
+//! `__pread_chk`, `__pread64_chk`).
 //!
 //! The positioned calls only make sense on seekable files (a pipe or socket
 //! gives ESPIPE), which never report EAGAIN: they pass straight through,
@@ -46,7 +48,7 @@ fn try_readv(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<is
             }
             fdtable::KIND_NOWAIT => {
                 // SAFETY: as the caller's readv contract; offset -1 = current position.
-                let r = unsafe { libc::preadv2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
+                let r = unsafe { real::preadv2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
                 if r < 0 && errno() == libc::EOPNOTSUPP {
                     e.kind.store(fdtable::KIND_OTHER, Ordering::Relaxed);
                     continue;
@@ -94,7 +96,7 @@ fn try_writev(
             }
             fdtable::KIND_NOWAIT => {
                 // SAFETY: as the caller's writev contract.
-                let r = unsafe { libc::pwritev2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
+                let r = unsafe { real::pwritev2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
                 if r < 0 && errno() == libc::EOPNOTSUPP {
                     e.kind.store(fdtable::KIND_OTHER, Ordering::Relaxed);
                     continue;
@@ -288,6 +290,90 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
     }
     // SAFETY: the caller's writev contract.
     unsafe { real::writev(fd, iov, cnt) }
+}
+
+mod next {
+    use libc::{c_int, iovec, ssize_t};
+    crate::sys::real::real_fns! {
+        fn preadv64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t;
+        fn pwritev64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t;
+    }
+}
+
+/// `preadv2`/`pwritev2` at offset -1 without flags are `readv`/`writev`
+/// (the current position; on a pipe or socket they wait like them). Any
+/// other call (an offset, or flags such as RWF_NOWAIT the program asked
+/// for) passes through.
+fn as_plain_rw(off: i64, flags: c_int, cnt: c_int) -> bool {
+    in_coroutine() && off == -1 && flags == 0 && cnt > 0 && cnt <= libc::UIO_MAXIOV
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn preadv2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: i64,
+    flags: c_int,
+) -> ssize_t {
+    if as_plain_rw(off, flags, cnt) {
+        if let Some(r) = read_iov(fd, iov, cnt) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's preadv2 contract.
+    unsafe { real::preadv2(fd, iov, cnt, off, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn preadv64v2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: i64,
+    flags: c_int,
+) -> ssize_t {
+    if as_plain_rw(off, flags, cnt) {
+        if let Some(r) = read_iov(fd, iov, cnt) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's preadv2 contract.
+    unsafe { next::preadv64v2(fd, iov, cnt, off, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pwritev2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: i64,
+    flags: c_int,
+) -> ssize_t {
+    if as_plain_rw(off, flags, cnt) {
+        if let Some(r) = write_iov(fd, iov, cnt) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's pwritev2 contract.
+    unsafe { real::pwritev2(fd, iov, cnt, off, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pwritev64v2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: i64,
+    flags: c_int,
+) -> ssize_t {
+    if as_plain_rw(off, flags, cnt) {
+        if let Some(r) = write_iov(fd, iov, cnt) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's pwritev2 contract.
+    unsafe { next::pwritev64v2(fd, iov, cnt, off, flags) }
 }
 
 extern "C" {

@@ -25,7 +25,8 @@ pub struct Epoll {
 impl Epoll {
     pub fn new() -> std::io::Result<Epoll> {
         // SAFETY: epoll_create1 has no memory preconditions.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        // (raw syscall: `epoll_create1` is interposed by corun)
+        let fd = unsafe { libc::syscall(libc::SYS_epoll_create1, libc::EPOLL_CLOEXEC) } as i32;
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -129,7 +130,14 @@ pub struct EventFd {
 impl EventFd {
     pub fn new() -> std::io::Result<EventFd> {
         // SAFETY: eventfd has no memory preconditions.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        // (raw syscall: `eventfd` is interposed by corun)
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_eventfd2,
+                0,
+                libc::EFD_CLOEXEC | libc::EFD_NONBLOCK,
+            )
+        } as i32;
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }

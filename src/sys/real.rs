@@ -96,6 +96,9 @@ real_fns! {
     fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t;
     fn pread64(fd: c_int, buf: *mut v, n: size_t, off: i64) -> ssize_t;
     fn pwrite64(fd: c_int, buf: *const v, n: size_t, off: i64) -> ssize_t;
+    fn sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
+    fn preadv2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t;
+    fn pwritev2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t;
     fn recv(fd: c_int, buf: *mut v, n: size_t, flags: c_int) -> ssize_t;
     fn send(fd: c_int, buf: *const v, n: size_t, flags: c_int) -> ssize_t;
     fn recvfrom(fd: c_int, buf: *mut v, n: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t;
