@@ -76,24 +76,37 @@ impl<T> P<T> {
 
 /// Reads a regular file: page cache inline, the disk on the pool.
 pub(crate) fn read_file(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> isize {
-    file_io(fd, iov, cnt, false)
+    file_io(fd, iov, cnt, -1, false)
 }
 
 /// Writes a regular file: inline when the kernel can without waiting,
 /// otherwise on the pool.
 pub(crate) fn write_file(fd: c_int, iov: *const libc::iovec, cnt: c_int) -> isize {
-    file_io(fd, iov, cnt, true)
+    file_io(fd, iov, cnt, -1, true)
 }
 
-fn file_io(fd: c_int, iov: *const libc::iovec, cnt: c_int, write: bool) -> isize {
+/// `pread`/`preadv` of a regular file at `offset`.
+pub(crate) fn pread_file(fd: c_int, iov: *const libc::iovec, cnt: c_int, offset: i64) -> isize {
+    file_io(fd, iov, cnt, offset, false)
+}
+
+/// `pwrite`/`pwritev` of a regular file at `offset`.
+pub(crate) fn pwrite_file(fd: c_int, iov: *const libc::iovec, cnt: c_int, offset: i64) -> isize {
+    file_io(fd, iov, cnt, offset, true)
+}
+
+/// One RWF_NOWAIT attempt inline, the rest (if any) on the pool. `offset`
+/// -1 means the file position (read/write), else an explicit offset
+/// (pread/pwrite, which never move the position).
+fn file_io(fd: c_int, iov: *const libc::iovec, cnt: c_int, offset: i64, write: bool) -> isize {
     let total = super::rw::iov_len(iov, cnt);
     let saved = errno();
-    // SAFETY: the caller's readv/writev contract; offset -1 = file position.
+    // SAFETY: the caller's readv/writev contract.
     let r = unsafe {
         if write {
-            crate::sys::real::pwritev2(fd, iov, cnt, -1, libc::RWF_NOWAIT)
+            crate::sys::real::pwritev2(fd, iov, cnt, offset, libc::RWF_NOWAIT)
         } else {
-            crate::sys::real::preadv2(fd, iov, cnt, -1, libc::RWF_NOWAIT)
+            crate::sys::real::preadv2(fd, iov, cnt, offset, libc::RWF_NOWAIT)
         }
     };
     let done = match r {
@@ -106,12 +119,15 @@ fn file_io(fd: c_int, iov: *const libc::iovec, cnt: c_int, write: bool) -> isize
     let tail = super::rw::iov_tail(iov, cnt, done);
     let t = P(tail.as_ptr() as *mut libc::iovec);
     let n = tail.len() as c_int;
-    // SAFETY: the rest of the caller's buffers, alive while we are parked.
+    let at = if offset < 0 { -1 } else { offset + done as i64 };
+    // SAFETY: the rest of the caller's buffers, alive while we are parked;
+    // preadv2/pwritev2 with flags 0 are plain (blocking) preadv/pwritev, or
+    // readv/writev at offset -1.
     let rest = offload(move || unsafe {
         if write {
-            crate::sys::real::writev(fd, t.get(), n)
+            crate::sys::real::pwritev2(fd, t.get(), n, at, 0)
         } else {
-            crate::sys::real::readv(fd, t.get(), n)
+            crate::sys::real::preadv2(fd, t.get(), n, at, 0)
         }
     });
     if rest < 0 {

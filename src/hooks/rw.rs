@@ -398,16 +398,47 @@ pub unsafe extern "C" fn __read_chk(
 }
 
 // On 64-bit Linux `off_t` is `off64_t` and glibc's `pread` is an alias of
-// `pread64`: both names go to the real `pread64`.
+// `pread64`: both names go to the real `pread64`. In a coroutine, on a
+// regular file, the read (or write) is served inline from the page cache
+// when it can be and on the blocking pool when it must go to the disk.
+
+/// pread/pwrite on a regular file from a coroutine: Some(result).
+fn positioned_file_io(
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    off: i64,
+    write: bool,
+) -> Option<isize> {
+    if !in_coroutine() || off < 0 {
+        return None;
+    }
+    let e = fdtable::get(fd)?;
+    if fd_kind(fd, e) != fdtable::KIND_FILE {
+        return None;
+    }
+    let iov = iovec {
+        iov_base: buf as *mut c_void,
+        iov_len: n,
+    };
+    Some(if write {
+        super::file::pwrite_file(fd, &iov, 1, off)
+    } else {
+        super::file::pread_file(fd, &iov, 1, off)
+    })
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn pread(fd: c_int, buf: *mut c_void, n: size_t, off: i64) -> ssize_t {
     // SAFETY: the caller's pread contract.
-    unsafe { real::pread64(fd, buf, n, off) }
+    unsafe { pread64(fd, buf, n, off) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: i64) -> ssize_t {
+    if let Some(r) = positioned_file_io(fd, buf, n, off, false) {
+        return r;
+    }
     // SAFETY: the caller's pread contract.
     unsafe { real::pread64(fd, buf, n, off) }
 }
@@ -415,11 +446,14 @@ pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: i6
 #[no_mangle]
 pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, n: size_t, off: i64) -> ssize_t {
     // SAFETY: the caller's pwrite contract.
-    unsafe { real::pwrite64(fd, buf, n, off) }
+    unsafe { pwrite64(fd, buf, n, off) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, n: size_t, off: i64) -> ssize_t {
+    if let Some(r) = positioned_file_io(fd, buf, n, off, true) {
+        return r;
+    }
     // SAFETY: the caller's pwrite contract.
     unsafe { real::pwrite64(fd, buf, n, off) }
 }
