@@ -45,6 +45,9 @@ $(BIN)/co_%: c-tests/co_%.c include/corun.h $(LIB) | $(BIN)
 $(BIN)/%: c-tests/%.c | $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -lm
 
+# The two HTTP servers share their request handling.
+$(BIN)/threaded_http $(BIN)/epoll_http: c-tests/http_common.h
+
 deps:
 	@scripts/deps.sh
 

@@ -1,0 +1,263 @@
+/*
+ * bench_baselines TEST ARGS... - what a program would use instead of
+ * corun, for the micro benchmarks of scripts/bench.sh. A plain program,
+ * run natively (never under corun) in the same bench run as co_bench_micro.
+ *
+ *   swapcontext ITERS TRIALS  two ucontexts: main -> B -> main is one round
+ *                             trip (two swapcontext calls)
+ *   eventfd ITERS TRIALS CPU  two kernel threads ping-pong over two eventfds
+ *                             (A writes, B reads and writes back, A reads):
+ *                             one round trip. CPU >= 0 pins both threads to
+ *                             that CPU; -1 leaves them to the scheduler
+ *   pthread ITERS TRIALS      pthread_create + pthread_join of an empty
+ *                             thread, default attributes, one at a time
+ *   sleepers N MS TRIALS      N kernel threads started at once, each
+ *                             nanosleep()s MS ms; wall time from the first
+ *                             create to the last join (if creation fails for
+ *                             lack of threads, the oldest is joined first)
+ *
+ * Output: RESULT <test> median=<x> min=<x> max=<x> unit=<ns|ms> trials=...
+ * (the same format as co_bench_micro).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void report(const char *test, double *v, int n, const char *unit)
+{
+    double s[64];
+    memcpy(s, v, sizeof *v * (size_t)n);
+    qsort(s, (size_t)n, sizeof *s, cmp_d);
+    printf("RESULT %s median=%.2f min=%.2f max=%.2f unit=%s trials=", test, s[n / 2], s[0], s[n - 1], unit);
+    for (int i = 0; i < n; i++)
+        printf("%s%.2f", i ? "," : "", v[i]);
+    printf("\n");
+}
+
+static void die(const char *what, int e)
+{
+    fprintf(stderr, "bench_baselines: %s: %s\n", what, strerror(e));
+    exit(1);
+}
+
+static long iters;
+
+/* ---- swapcontext ---- */
+static ucontext_t uc_main, uc_b;
+static volatile long b_turns;
+
+static void b_loop(void)
+{
+    for (;;) {
+        b_turns++;
+        swapcontext(&uc_b, &uc_main);
+    }
+}
+
+static double swapcontext_trial(void)
+{
+    static char *stack;
+    if (!stack) {
+        stack = malloc(256 * 1024);
+        getcontext(&uc_b);
+        uc_b.uc_stack.ss_sp = stack;
+        uc_b.uc_stack.ss_size = 256 * 1024;
+        uc_b.uc_link = NULL;
+        makecontext(&uc_b, b_loop, 0);
+    }
+    long before = b_turns;
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < iters; i++)
+        swapcontext(&uc_main, &uc_b);
+    double ns = (double)(now_ns() - t0) / (double)iters;
+    if (b_turns - before != iters) {
+        fprintf(stderr, "bench_baselines: swapcontext: B ran %ld times, not %ld\n", b_turns - before, iters);
+        exit(1);
+    }
+    return ns;
+}
+
+/* ---- eventfd ping-pong ---- */
+static int efd_ab, efd_ba, pin_cpu;
+
+static void pin(void)
+{
+    if (pin_cpu < 0)
+        return;
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(pin_cpu, &s);
+    int e = pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+    if (e)
+        die("pthread_setaffinity_np", e);
+}
+
+static void *ponger(void *arg)
+{
+    (void)arg;
+    pin();
+    uint64_t v;
+    for (long i = 0; i < iters; i++) {
+        if (read(efd_ab, &v, sizeof v) != sizeof v)
+            die("read eventfd", errno);
+        v = 1;
+        if (write(efd_ba, &v, sizeof v) != sizeof v)
+            die("write eventfd", errno);
+    }
+    return NULL;
+}
+
+static double eventfd_trial(void)
+{
+    efd_ab = eventfd(0, 0);
+    efd_ba = eventfd(0, 0);
+    if (efd_ab < 0 || efd_ba < 0)
+        die("eventfd", errno);
+    pin(); /* this thread too: both on one CPU */
+    pthread_t t;
+    int e = pthread_create(&t, NULL, ponger, NULL);
+    if (e)
+        die("pthread_create", e);
+    uint64_t v = 1;
+    /* One round trip outside the timing: both threads are up. */
+    if (write(efd_ab, &v, sizeof v) != sizeof v || read(efd_ba, &v, sizeof v) != sizeof v)
+        die("eventfd", errno);
+    uint64_t t0 = now_ns();
+    for (long i = 1; i < iters; i++) {
+        v = 1;
+        if (write(efd_ab, &v, sizeof v) != sizeof v)
+            die("write eventfd", errno);
+        if (read(efd_ba, &v, sizeof v) != sizeof v)
+            die("read eventfd", errno);
+    }
+    double ns = (double)(now_ns() - t0) / (double)(iters - 1);
+    pthread_join(t, NULL);
+    close(efd_ab);
+    close(efd_ba);
+    return ns;
+}
+
+/* ---- pthread_create + join ---- */
+static void *empty(void *arg) { return arg; }
+
+static double pthread_trial(void)
+{
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        pthread_t t;
+        int e = pthread_create(&t, NULL, empty, NULL);
+        if (e)
+            die("pthread_create", e);
+        pthread_join(t, NULL);
+    }
+    return (double)(now_ns() - t0) / (double)iters;
+}
+
+/* ---- sleepers ---- */
+static long sleep_ms;
+static volatile long short_sleeps;
+
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    uint64_t t0 = now_ns();
+    struct timespec ts = {.tv_sec = sleep_ms / 1000, .tv_nsec = (sleep_ms % 1000) * 1000000};
+    if (nanosleep(&ts, NULL) != 0 || now_ns() - t0 < (uint64_t)sleep_ms * 1000000ull)
+        __atomic_fetch_add(&short_sleeps, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static double sleepers_trial(long n)
+{
+    pthread_t *t = malloc(sizeof *t * (size_t)n);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 64 * 1024); /* generous for a sleeper, and cheaper than 8 MiB */
+    long joined = 0;
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        int e;
+        while ((e = pthread_create(&t[i], &a, sleeper, NULL)) == EAGAIN && joined < i)
+            pthread_join(t[joined++], NULL);
+        if (e)
+            die("pthread_create", e);
+    }
+    while (joined < n)
+        pthread_join(t[joined++], NULL);
+    double ms = (double)(now_ns() - t0) / 1e6;
+    pthread_attr_destroy(&a);
+    free(t);
+    return ms;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s swapcontext|pthread ITERS TRIALS | eventfd ITERS TRIALS CPU | sleepers N MS TRIALS\n",
+                argv[0]);
+        return 2;
+    }
+    const char *t = argv[1];
+    double v[64];
+    int trials;
+    if (strcmp(t, "sleepers") == 0) {
+        if (argc < 5)
+            return 2;
+        long n = atol(argv[2]);
+        sleep_ms = atol(argv[3]);
+        trials = atoi(argv[4]);
+        if (trials < 1 || trials > 64)
+            return 2;
+        for (int i = 0; i < trials; i++)
+            v[i] = sleepers_trial(n);
+        report("sleepers", v, trials, "ms");
+        return short_sleeps ? 1 : 0;
+    }
+    iters = atol(argv[2]);
+    trials = atoi(argv[3]);
+    if (iters < 2 || trials < 1 || trials > 64)
+        return 2;
+    double (*trial)(void) = NULL;
+    const char *name = t;
+    char nb[64];
+    if (strcmp(t, "swapcontext") == 0)
+        trial = swapcontext_trial;
+    else if (strcmp(t, "pthread") == 0)
+        trial = pthread_trial;
+    else if (strcmp(t, "eventfd") == 0 && argc > 4) {
+        trial = eventfd_trial;
+        pin_cpu = atoi(argv[4]);
+        snprintf(nb, sizeof nb, "eventfd_%s", pin_cpu < 0 ? "unpinned" : "pinned");
+        name = nb;
+    }
+    if (!trial) {
+        fprintf(stderr, "unknown test %s\n", t);
+        return 2;
+    }
+    trial(); /* warm up */
+    for (int i = 0; i < trials; i++)
+        v[i] = trial();
+    report(name, v, trials, "ns");
+    return 0;
+}
