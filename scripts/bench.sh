@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# make bench: every figure of corun next to what a program would use instead,
+# measured in the same run on this machine. Writes bench/RESULTS.md,
+# bench/throughput.svg and bench/latency.svg (regenerated, never edited).
+#
+# Parts:
+#   1. micro: yield round trip (corun vs swapcontext vs kernel-thread
+#      eventfd ping-pong), spawn+join (vs pthread_create+join), 100,000
+#      coroutines sleeping 1 ms (vs 100,000 kernel threads); median of 5.
+#   2. memory per idle keep-alive connection in threaded_http: native
+#      threads vs corun (epoll_http as the floor), as server RSS and as the
+#      machine's MemAvailable drop (kernel stacks included); median of 3.
+#   3. wrk: threaded_http natively, under corun (1 worker and all workers),
+#      and epoll_http, at 100, 1,000 and 10,000 keep-alive connections.
+#   4. perf profiles of corun's hot paths (where the machine allows).
+#
+# Environment (for quick trials; the defaults are the benchmark):
+#   BENCH_DURATION=10 seconds per wrk point   BENCH_CONNS="100 1000 10000"
+#   BENCH_BODY=128 response body bytes        BENCH_IDLE_CONNS=10000
+#   BENCH_QUICK=1 fewer micro iterations      BENCH_OUT=bench
+#   BENCH_REPS=3 wrk repetitions of each point of 1,000 connections or more
+#   (points of fewer connections run once); the report takes medians.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+DUR=${BENCH_DURATION:-10}
+CONNS=${BENCH_CONNS:-100 1000 10000}
+BODY=${BENCH_BODY:-128}
+IDLE_N=${BENCH_IDLE_CONNS:-10000}
+OUT=${BENCH_OUT:-$ROOT/bench}
+QUICK=${BENCH_QUICK:-0}
+REPS=${BENCH_REPS:-3}
+NCPU=$(nproc)
+RAW="$TMPD/raw"
+mkdir -p "$OUT" "$RAW"
+ulimit -n "$(ulimit -Hn)"
+[ "$(ulimit -n)" -ge 10100 ] || echo "bench: warning: RLIMIT_NOFILE $(ulimit -n) is below 10,100; 10,000-connection points will fail" >&2
+start_s=$(date +%s)
+say() { printf '[%4ss] %s\n' "$(( $(date +%s) - start_s ))" "$*"; }
+# MemAvailable KernelStack PageTables Slab, in KiB, tab-separated: each the
+# median of 5 samples 0.2 s apart (other processes move these figures).
+meminfo() {
+    local samples
+    samples=$(for _ in 1 2 3 4 5; do
+        awk '/^(MemAvailable|KernelStack|PageTables|Slab):/{v[$1]=$2}
+             END{printf "%d %d %d %d\n", v["MemAvailable:"], v["KernelStack:"], v["PageTables:"], v["Slab:"]}' /proc/meminfo
+        sleep 0.2
+    done)
+    local i out=()
+    for i in 1 2 3 4; do out+=("$(cut -d' ' -f"$i" <<<"$samples" | sort -n | sed -n 3p)"); done
+    (IFS=$'\t'; echo "${out[*]}")
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hwm_kib() { awk '/^VmHWM/{print $2}' "/proc/$1/status"; }
+stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+# ---------------------------------------------------------------- machine
+{
+    echo "date	$(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "cpu	$(awk -F: '/model name/{gsub(/^ +/,"",$2); print $2; exit}' /proc/cpuinfo)"
+    echo "cpus	$NCPU"
+    echo "mem	$(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+    echo "kernel	$(uname -r)"
+    echo "glibc	$(ldd --version 2>&1 | head -1 | awk '{print $NF}')"
+    echo "gcc	$(gcc -dumpfullversion)"
+    echo "rustc	$(rustc --version 2>/dev/null | awk '{print $2}')"
+    echo "wrk	$(wrk -v 2>&1 | head -1 | awk '{print $2}')"
+    echo "commit	$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
+    echo "duration	$DUR"
+    echo "body	$BODY"
+    echo "idle_n	$IDLE_N"
+    echo "nofile	$(ulimit -n)"
+    echo "quick	$QUICK"
+    echo "load_start	$(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "procs_start	$(ps -e --no-headers | wc -l)"
+} >"$RAW/meta.tsv"
+say "machine: $NCPU CPUs, $(awk -F'\t' '$1=="cpu"{print $2}' "$RAW/meta.tsv"), kernel $(uname -r)"
+
+# ---------------------------------------------------------------- 1. micro
+# micro KEY CMD...: runs CMD, keeps its RESULT line as KEY (or FAILED).
+micro() {
+    local key=$1; shift
+    local out
+    if out=$("$@" 2>"$TMPD/micro.err") && grep -q '^RESULT' <<<"$out"; then
+        local r
+        r=$(grep '^RESULT' <<<"$out" | head -1)
+        printf '%s\t%s\n' "$key" "${r#RESULT * }" >>"$RAW/micro.tsv"
+        say "micro $key: $(sed 's/ trials=.*//' <<<"${r#RESULT * }")"
+    else
+        local why
+        why=$(tr '\n' ' ' <"$TMPD/micro.err" | cut -c1-200)
+        printf '%s\tFAILED %s\n' "$key" "${why:-exit status $?}" >>"$RAW/micro.tsv"
+        say "micro $key: FAILED: $why"
+    fi
+}
+co() { env LD_PRELOAD="$LIB" "$@"; }
+: >"$RAW/micro.tsv"
+YI=2000000; EI=100000; SI=100000; PI=20000; TR=5
+[ "$QUICK" = 1 ] && { YI=200000; EI=20000; SI=20000; PI=2000; TR=3; }
+micro pingpong_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" pingpong $YI $TR
+micro yield_alone co "$BIN/co_bench_micro" yield $YI $TR
+micro swapcontext "$BIN/bench_baselines" swapcontext $YI $TR
+micro eventfd_pinned "$BIN/bench_baselines" eventfd $EI $TR 0
+micro eventfd_unpinned "$BIN/bench_baselines" eventfd $((EI / 4)) $TR -1
+micro spawn_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" spawn $SI $TR
+micro spawn_wall co "$BIN/co_bench_micro" spawn $SI $TR
+micro pthread "$BIN/bench_baselines" pthread $PI $TR
+micro sleepers_100k co "$BIN/co_bench_micro" sleepers 100000 1 $TR
+if grep -q '^sleepers_100k	FAILED' "$RAW/micro.tsv"; then
+    micro sleepers_30k co "$BIN/co_bench_micro" sleepers 30000 1 $TR
+fi
+micro sleepers_threads "$BIN/bench_baselines" sleepers 100000 1 3
+
+# ---------------------------------------------------------------- 2. memory
+# idle VARIANT REP: N idle keep-alive connections parked in a fresh server.
+: >"$RAW/idle.tsv"
+idle() {
+    local v=$1 rep=$2 port srv cli pre="" prog=threaded_http
+    case $v in
+        corun) pre=$LIB ;;
+        epoll) prog=epoll_http ;;
+    esac
+    port=$(free_port)
+    env LD_PRELOAD="$pre" "$BIN/$prog" "$port" "$BODY" 2>"$TMPD/idle-srv.err" &
+    srv=$!
+    wait_port "$port"
+    sleep 2
+    local rss0 m0 rss1 m1 thr
+    rss0=$(rss_kib "$srv"); m0=$(meminfo)
+    "$BIN/http_client" idle "$port" "$IDLE_N" "$BODY" >"$TMPD/idle.out" 2>&1 &
+    cli=$!
+    for _ in $(seq 1 1200); do
+        grep -q '^idle:' "$TMPD/idle.out" && break
+        kill -0 "$cli" 2>/dev/null || break
+        sleep 0.1
+    done
+    if ! grep -q '^idle:' "$TMPD/idle.out"; then
+        say "idle $v: FAILED: $(head -c 300 "$TMPD/idle.out")"
+        printf '%s\t%s\tFAILED\n' "$v" "$rep" >>"$RAW/idle.tsv"
+        stop "$cli"; stop "$srv"; return
+    fi
+    sleep 2
+    rss1=$(rss_kib "$srv"); m1=$(meminfo); thr=$(nthreads "$srv")
+    stop "$cli"; stop "$srv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$v" "$rep" "$rss0" "$rss1" "$thr" "$m0" "$m1" >>"$RAW/idle.tsv"
+    say "idle $v #$rep: $IDLE_N conns: server RSS +$(( (rss1 - rss0) / 1024 )) MiB, MemAvailable -$(( (${m0%%$'\t'*} - ${m1%%$'\t'*}) / 1024 )) MiB, $thr kernel threads"
+    sleep 3 # the kernel frees the last run's memory lazily
+}
+for rep in 1 2 3; do
+    for v in native corun epoll; do idle "$v" "$rep"; done
+done
+
+# ---------------------------------------------------------------- 3. wrk
+cat >"$TMPD/summary.lua" <<'LUA'
+done = function(s, lat, req)
+  local e = s.errors
+  io.write(string.format(
+    "SUMMARY requests=%d duration_us=%d connect=%d read=%d write=%d timeout=%d status=%d p50_us=%d p99_us=%d max_us=%d\n",
+    s.requests, s.duration, e.connect, e.read, e.write, e.timeout, e.status,
+    lat:percentile(50), lat:percentile(99), lat.max))
+end
+LUA
+: >"$RAW/wrk.tsv"
+# point GROUP VARIANT CONNS. GROUP pinned: server on CPU 1, wrk on CPU 0;
+# shared: both free on all CPUs.
+point() {
+    local group=$1 v=$2 c=$3 rep=$4 port srv pre="" prog=threaded_http workers=0
+    local spin=() cpin=()
+    case $v in
+        native) ;;
+        corun1) pre=$LIB; workers=1 ;;
+        corunN) pre=$LIB; workers=$NCPU ;;
+        epoll) prog=epoll_http ;;
+    esac
+    if [ "$group" = pinned ]; then spin=(taskset -c 1); cpin=(taskset -c 0); fi
+    port=$(free_port)
+    if [ "$workers" -gt 0 ]; then
+        "${spin[@]}" env CORUN_WORKERS="$workers" LD_PRELOAD="$pre" "$BIN/$prog" "$port" "$BODY" 2>"$TMPD/srv.err" &
+    else
+        "${spin[@]}" env LD_PRELOAD="$pre" "$BIN/$prog" "$port" "$BODY" 2>"$TMPD/srv.err" &
+    fi
+    srv=$!
+    wait_port "$port"
+    sleep 0.3
+    local t0 maxthr=0 maxrss=0
+    t0=$(cpu_ticks "$srv")
+    (
+        m=0; r=0
+        while kill -0 "$srv" 2>/dev/null; do
+            n=$(nthreads "$srv" 2>/dev/null || echo 0); [ "$n" -gt "$m" ] && m=$n
+            echo "$m" >"$TMPD/maxthr"
+            sleep 0.5
+        done
+    ) &
+    local sampler=$!
+    "${cpin[@]}" wrk -t "$NCPU" -c "$c" -d "${DUR}s" --timeout 10s --latency -s "$TMPD/summary.lua" \
+        "http://127.0.0.1:$port/" >"$TMPD/wrk.out" 2>&1 || true
+    local line alive=yes
+    line=$(grep '^SUMMARY' "$TMPD/wrk.out" || echo "SUMMARY requests=0 duration_us=1 connect=0 read=0 write=0 timeout=0 status=0 p50_us=0 p99_us=0 max_us=0")
+    kill -0 "$srv" 2>/dev/null || alive=no
+    local ticks=0 hwm=0
+    if [ $alive = yes ]; then
+        ticks=$(( $(cpu_ticks "$srv") - t0 )); hwm=$(hwm_kib "$srv")
+    fi
+    maxthr=$(cat "$TMPD/maxthr" 2>/dev/null || echo 0)
+    stop "$srv"; stop "$sampler"
+    val() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$line"; }
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$group" "$v" "$c" "$rep" \
+        "$(val requests)" "$(val duration_us)" "$(val p50_us)" "$(val p99_us)" "$(val max_us)" \
+        "$(val connect)" "$(val read)" "$(val write)" "$(val timeout)" "$(val status)" \
+        "$hwm" "$maxthr" "$ticks" >>"$RAW/wrk.tsv"
+    local rps
+    rps=$(awk -v r="$(val requests)" -v d="$(val duration_us)" 'BEGIN{printf "%.0f", r / (d / 1e6)}')
+    say "wrk #$rep $group $v c=$c: $rps req/s, p50 $(( $(val p50_us) / 1000 )) ms, p99 $(( $(val p99_us) / 1000 )) ms, errors $(( $(val connect) + $(val read) + $(val write) + $(val timeout) )), peak RSS $(( hwm / 1024 )) MiB, $maxthr threads$([ $alive = yes ] || echo ', SERVER DIED')"
+    [ $alive = yes ] || echo "$group $v $c: $(tail -5 "$TMPD/srv.err")" >>"$RAW/died.txt"
+    rm -f "$TMPD/maxthr"
+    sleep 0.5
+}
+# Repetitions go round the whole sweep, so that a slow phase of the
+# machine hits every variant alike.
+for rep in $(seq 1 "$REPS"); do
+    for c in $CONNS; do
+        [ "$c" -lt 1000 ] && [ "$rep" -gt 1 ] && continue
+        for v in native corun1 epoll; do point pinned "$v" "$c" "$rep"; done
+        for v in native corunN epoll; do point shared "$v" "$c" "$rep"; done
+    done
+done
+
+# ---------------------------------------------------------------- 4. perf
+: >"$RAW/perf.txt"
+if perf record -q -e cpu-clock -o "$TMPD/probe.data" true >/dev/null 2>&1; then
+    profile() { # TITLE DATA
+        {
+            echo "### $1"
+            echo
+            echo '```'
+            perf report -i "$2" --stdio --no-children --sort dso,symbol --percent-limit 1.5 2>/dev/null |
+                grep -v '^#' | grep -v '^$' | head -25
+            echo '```'
+            echo
+        } >>"$RAW/perf.txt"
+    }
+    # threaded_http under corun, 1 worker pinned, 1,000 connections.
+    port=$(free_port)
+    taskset -c 1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/threaded_http" "$port" "$BODY" 2>/dev/null &
+    srv=$!
+    wait_port "$port"
+    taskset -c 0 wrk -t "$NCPU" -c 1000 -d 8s "http://127.0.0.1:$port/" >/dev/null 2>&1 &
+    wrkpid=$!
+    sleep 2
+    perf record -q -e cpu-clock -F 4000 -p "$srv" -o "$TMPD/http.data" -- sleep 5 >/dev/null 2>&1 || true
+    wait "$wrkpid" || true
+    stop "$srv"
+    profile "threaded_http under corun (1 worker, CPU 1), wrk 1,000 connections (CPU 0): where the server's CPU goes" "$TMPD/http.data"
+    # The same load on epoll_http, for comparison.
+    port=$(free_port)
+    taskset -c 1 "$BIN/epoll_http" "$port" "$BODY" 2>/dev/null &
+    srv=$!
+    wait_port "$port"
+    taskset -c 0 wrk -t "$NCPU" -c 1000 -d 8s "http://127.0.0.1:$port/" >/dev/null 2>&1 &
+    wrkpid=$!
+    sleep 2
+    perf record -q -e cpu-clock -F 4000 -p "$srv" -o "$TMPD/epoll.data" -- sleep 5 >/dev/null 2>&1 || true
+    wait "$wrkpid" || true
+    stop "$srv"
+    profile "epoll_http, same load (the limit)" "$TMPD/epoll.data"
+    perf record -q -e cpu-clock -F 4000 -o "$TMPD/yield.data" -- \
+        env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" pingpong $YI 1 >/dev/null 2>&1 || true
+    profile "yield ping-pong (co_bench_micro pingpong, 1 worker)" "$TMPD/yield.data"
+    perf record -q -e cpu-clock -F 4000 -o "$TMPD/spawn.data" -- \
+        env LD_PRELOAD="$LIB" "$BIN/co_bench_micro" spawn $SI 1 >/dev/null 2>&1 || true
+    profile "spawn+join ($NCPU workers)" "$TMPD/spawn.data"
+    perf record -q -e cpu-clock -F 4000 -o "$TMPD/sleep.data" -- \
+        env LD_PRELOAD="$LIB" "$BIN/co_bench_micro" sleepers 30000 1 1 >/dev/null 2>&1 || true
+    profile "30,000 sleepers of 1 ms" "$TMPD/sleep.data"
+    say "perf profiles taken"
+else
+    echo "perf record does not work here (perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null))" >"$RAW/perf.txt"
+    say "perf unavailable"
+fi
+perf stat -e instructions true >"$TMPD/pstat" 2>&1 || true
+grep -q 'not supported' "$TMPD/pstat" && echo "hwcounters	no" >>"$RAW/meta.tsv" || echo "hwcounters	yes" >>"$RAW/meta.tsv"
+
+# ---------------------------------------------------------------- report
+echo "elapsed	$(( $(date +%s) - start_s ))" >>"$RAW/meta.tsv"
+echo "load_end	$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW/meta.tsv"
+python3 "$ROOT/scripts/bench_report.py" "$RAW" "$OUT"
+say "wrote $OUT/RESULTS.md, $OUT/throughput.svg, $OUT/latency.svg"
+sed -n '/^## Goals/,/^## /p' "$OUT/RESULTS.md" | sed '$d'
