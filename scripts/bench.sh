@@ -20,6 +20,7 @@
 #   BENCH_QUICK=1 fewer micro iterations      BENCH_OUT=bench
 #   BENCH_REPS=3 wrk repetitions of each point of 1,000 connections or more
 #   (points of fewer connections run once); the report takes medians.
+#   BENCH_PARTS="micro idle wrk perf" the parts to run
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
@@ -30,8 +31,11 @@ IDLE_N=${BENCH_IDLE_CONNS:-10000}
 OUT=${BENCH_OUT:-$ROOT/bench}
 QUICK=${BENCH_QUICK:-0}
 REPS=${BENCH_REPS:-3}
+PARTS=" ${BENCH_PARTS:-micro idle wrk perf} "
+part() { [[ "$PARTS" == *" $1 "* ]]; }
 NCPU=$(nproc)
-RAW="$TMPD/raw"
+RAW="$OUT/raw" # the raw figures, kept next to the report they make
+rm -rf "$RAW"
 mkdir -p "$OUT" "$RAW"
 ulimit -n "$(ulimit -Hn)"
 [ "$(ulimit -n)" -ge 10100 ] || echo "bench: warning: RLIMIT_NOFILE $(ulimit -n) is below 10,100; 10,000-connection points will fail" >&2
@@ -97,6 +101,7 @@ co() { env LD_PRELOAD="$LIB" "$@"; }
 : >"$RAW/micro.tsv"
 YI=2000000; EI=100000; SI=100000; PI=20000; TR=5
 [ "$QUICK" = 1 ] && { YI=200000; EI=20000; SI=20000; PI=2000; TR=3; }
+if part micro; then
 micro pingpong_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" pingpong $YI $TR
 micro yield_alone co "$BIN/co_bench_micro" yield $YI $TR
 micro swapcontext "$BIN/bench_baselines" swapcontext $YI $TR
@@ -110,6 +115,7 @@ if grep -q '^sleepers_100k	FAILED' "$RAW/micro.tsv"; then
     micro sleepers_30k co "$BIN/co_bench_micro" sleepers 30000 1 $TR
 fi
 micro sleepers_threads "$BIN/bench_baselines" sleepers 100000 1 3
+fi
 
 # ---------------------------------------------------------------- 2. memory
 # idle VARIANT REP: N idle keep-alive connections parked in a fresh server.
@@ -146,9 +152,11 @@ idle() {
     say "idle $v #$rep: $IDLE_N conns: server RSS +$(( (rss1 - rss0) / 1024 )) MiB, MemAvailable -$(( (${m0%%$'\t'*} - ${m1%%$'\t'*}) / 1024 )) MiB, $thr kernel threads"
     sleep 3 # the kernel frees the last run's memory lazily
 }
+if part idle; then
 for rep in 1 2 3; do
     for v in native corun epoll; do idle "$v" "$rep"; done
 done
+fi
 
 # ---------------------------------------------------------------- 3. wrk
 cat >"$TMPD/summary.lua" <<'LUA'
@@ -187,8 +195,8 @@ point() {
     (
         m=0; r=0
         while kill -0 "$srv" 2>/dev/null; do
-            n=$(nthreads "$srv" 2>/dev/null || echo 0); [ "$n" -gt "$m" ] && m=$n
-            echo "$m" >"$TMPD/maxthr"
+            n=$(nthreads "$srv" 2>/dev/null || echo 0); [ "${n:-0}" -gt "$m" ] && m=$n
+            echo "$m" >"$TMPD/maxthr.new" && mv "$TMPD/maxthr.new" "$TMPD/maxthr"
             sleep 0.5
         done
     ) &
@@ -200,11 +208,12 @@ point() {
     kill -0 "$srv" 2>/dev/null || alive=no
     local ticks=0 hwm=0
     if [ $alive = yes ]; then
-        ticks=$(( $(cpu_ticks "$srv") - t0 )); hwm=$(hwm_kib "$srv")
+        ticks=$(( $(cpu_ticks "$srv" 2>/dev/null || echo "$t0") - t0 )); hwm=$(hwm_kib "$srv" 2>/dev/null || echo 0)
     fi
-    maxthr=$(cat "$TMPD/maxthr" 2>/dev/null || echo 0)
+    maxthr=$(cat "$TMPD/maxthr" 2>/dev/null || true)
     stop "$srv"; stop "$sampler"
-    val() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$line"; }
+    maxthr=${maxthr:-0}; ticks=${ticks:-0}; hwm=${hwm:-0}
+    val() { local x; x=$(sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$line"); echo "${x:-0}"; }
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$group" "$v" "$c" "$rep" \
         "$(val requests)" "$(val duration_us)" "$(val p50_us)" "$(val p99_us)" "$(val max_us)" \
         "$(val connect)" "$(val read)" "$(val write)" "$(val timeout)" "$(val status)" \
@@ -216,6 +225,7 @@ point() {
     rm -f "$TMPD/maxthr"
     sleep 0.5
 }
+if part wrk; then
 # Repetitions go round the whole sweep, so that a slow phase of the
 # machine hits every variant alike.
 for rep in $(seq 1 "$REPS"); do
@@ -225,17 +235,20 @@ for rep in $(seq 1 "$REPS"); do
         for v in native corunN epoll; do point shared "$v" "$c" "$rep"; done
     done
 done
+fi
 
 # ---------------------------------------------------------------- 4. perf
 : >"$RAW/perf.txt"
-if perf record -q -e cpu-clock -o "$TMPD/probe.data" true >/dev/null 2>&1; then
+if ! part perf; then
+    echo "(not run)" >"$RAW/perf.txt"
+elif perf record -q -e cpu-clock -o "$TMPD/probe.data" true >/dev/null 2>&1; then
     profile() { # TITLE DATA
         {
             echo "### $1"
             echo
             echo '```'
             perf report -i "$2" --stdio --no-children --sort dso,symbol --percent-limit 1.5 2>/dev/null |
-                grep -v '^#' | grep -v '^$' | head -25
+                grep -v '^#' | grep -v '^$' | sed -E 's/[[:space:]]+-[[:space:]]+-[[:space:]]*$//' | head -25 || true
             echo '```'
             echo
         } >>"$RAW/perf.txt"
@@ -248,10 +261,10 @@ if perf record -q -e cpu-clock -o "$TMPD/probe.data" true >/dev/null 2>&1; then
     taskset -c 0 wrk -t "$NCPU" -c 1000 -d 8s "http://127.0.0.1:$port/" >/dev/null 2>&1 &
     wrkpid=$!
     sleep 2
-    perf record -q -e cpu-clock -F 4000 -p "$srv" -o "$TMPD/http.data" -- sleep 5 >/dev/null 2>&1 || true
+    perf record -q -e cpu-clock -F 4000 -a -C 1 -o "$TMPD/http.data" -- sleep 5 >/dev/null 2>&1 || true
     wait "$wrkpid" || true
     stop "$srv"
-    profile "threaded_http under corun (1 worker, CPU 1), wrk 1,000 connections (CPU 0): where the server's CPU goes" "$TMPD/http.data"
+    profile "threaded_http under corun (1 worker, CPU 1), wrk 1,000 connections (CPU 0): all of CPU 1" "$TMPD/http.data"
     # The same load on epoll_http, for comparison.
     port=$(free_port)
     taskset -c 1 "$BIN/epoll_http" "$port" "$BODY" 2>/dev/null &
@@ -260,7 +273,7 @@ if perf record -q -e cpu-clock -o "$TMPD/probe.data" true >/dev/null 2>&1; then
     taskset -c 0 wrk -t "$NCPU" -c 1000 -d 8s "http://127.0.0.1:$port/" >/dev/null 2>&1 &
     wrkpid=$!
     sleep 2
-    perf record -q -e cpu-clock -F 4000 -p "$srv" -o "$TMPD/epoll.data" -- sleep 5 >/dev/null 2>&1 || true
+    perf record -q -e cpu-clock -F 4000 -a -C 1 -o "$TMPD/epoll.data" -- sleep 5 >/dev/null 2>&1 || true
     wait "$wrkpid" || true
     stop "$srv"
     profile "epoll_http, same load (the limit)" "$TMPD/epoll.data"

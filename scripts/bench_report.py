@@ -75,7 +75,7 @@ for r in read_tsv("idle.tsv"):
         idle_failed.append(r[0])
         continue
     v, rep = r[0], r[1]
-    rss0, rss1, thr, av0, ks0, pt0, sl0, av1, ks1, pt1, sl1 = map(int, r[2:13])
+    rss0, rss1, thr, av0, ks0, pt0, sl0, av1, ks1, pt1, sl1 = (int(x or 0) for x in r[2:13])
     idle.setdefault(v, []).append((rss1 - rss0, av0 - av1, thr, ks1 - ks0, pt1 - pt0, sl1 - sl0))
 N_IDLE = int(meta.get("idle_n", "10000"))
 
@@ -90,7 +90,7 @@ def idle_med(v, i):
 runs = {}
 for r in read_tsv("wrk.tsv"):
     g, v, c = r[0], r[1], int(r[2])
-    req, dur, p50, p99, mx, ce, re_, we, te, se, hwm, thr, ticks = map(int, r[4:17])
+    req, dur, p50, p99, mx, ce, re_, we, te, se, hwm, thr, ticks = (int(x or 0) for x in r[4:17])
     runs.setdefault((g, v, c), []).append({
         "rps": req / (dur / 1e6) if dur > 0 else 0.0,
         "req": req,
