@@ -7,8 +7,9 @@
  *                           corun_yield ITERS times: A -> scheduler -> B ->
  *                           scheduler -> A is one round trip (run with
  *                           CORUN_WORKERS=1 so both share the worker)
- *   yield ITERS TRIALS      one coroutine alone calls corun_yield: to the
- *                           scheduler and back
+ *   yield ITERS TRIALS      one coroutine alone calls corun_yield (nothing
+ *                           else runnable: the cost of a yield that finds
+ *                           no one to yield to)
  *   spawn ITERS TRIALS      corun_spawn + corun_join of an empty coroutine,
  *                           one at a time
  *   sleepers N MS TRIALS    N coroutines spawned at once, each nanosleep()s

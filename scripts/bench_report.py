@@ -304,7 +304,7 @@ a("| operation | median | min | max |")
 a("|---|---|---|---|")
 rows = [
     ("pingpong_w1", "corun: yield round trip, two coroutines alternating on 1 worker (A -> B -> A)"),
-    ("yield_alone", f"corun: one coroutine yields to the scheduler and back ({NCPU} workers, nothing else runnable)"),
+    ("yield_alone", f"corun: corun_yield with nothing else runnable ({NCPU} workers; may return without switching)"),
     ("swapcontext", "baseline: swapcontext round trip (main -> B -> main)"),
     ("eventfd_pinned", "baseline: kernel-thread ping-pong over eventfd, both threads on one CPU"),
     ("eventfd_unpinned", "baseline: kernel-thread ping-pong over eventfd, unpinned"),
