@@ -287,6 +287,29 @@ elif perf record -q -e cpu-clock -o "$TMPD/probe.data" true >/dev/null 2>&1; the
         env LD_PRELOAD="$LIB" "$BIN/co_bench_micro" sleepers 30000 1 1 >/dev/null 2>&1 || true
     profile "30,000 sleepers of 1 ms" "$TMPD/sleep.data"
     say "perf profiles taken"
+fi
+# Syscalls per operation where a micro goal depends on them (strace counts
+# exactly; its own slowdown does not matter for counts).
+if part perf && command -v strace >/dev/null; then
+    sysc() { # TITLE OPS CMD...
+        local title=$1 ops=$2; shift 2
+        strace -f -c -o "$TMPD/strace.out" "$@" >/dev/null 2>&1 || true
+        {
+            echo "### syscalls per operation: $title"
+            echo
+            echo '```'
+            awk -v ops="$ops" '$1 ~ /^[0-9.]+$/ && NF >= 5 { n = $4; name = $NF;
+                 if (n / ops >= 0.01) printf "%10.2f  %s\n", n / ops, name }' "$TMPD/strace.out" | sort -rn | head -12
+            echo '```'
+            echo
+        } >>"$RAW/perf.txt"
+    }
+    sysc "spawn+join, $NCPU workers (20,000 spawns incl. warm-up)" 20000 \
+        env LD_PRELOAD="$LIB" "$BIN/co_bench_micro" spawn 10000 1
+    sysc "spawn+join, 1 worker (20,000 spawns incl. warm-up)" 20000 \
+        env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" spawn 10000 1
+    sysc "100,000 sleepers of 1 ms, $NCPU workers (per sleeper)" 100000 \
+        env LD_PRELOAD="$LIB" "$BIN/co_bench_micro" sleepers 100000 1 1
 else
     echo "perf record does not work here (perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null))" >"$RAW/perf.txt"
     say "perf unavailable"

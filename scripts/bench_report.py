@@ -11,6 +11,7 @@ import statistics
 import sys
 
 RAW, OUT = sys.argv[1], sys.argv[2]
+os.makedirs(OUT, exist_ok=True)
 
 
 def read_tsv(name):
@@ -276,11 +277,27 @@ a("| machine | |")
 a("|---|---|")
 for k, label in (("cpu", "CPU"), ("cpus", "CPUs"), ("mem", "memory"), ("kernel", "kernel"), ("glibc", "glibc"),
                  ("gcc", "gcc"), ("rustc", "rustc"), ("wrk", "wrk"), ("commit", "corun commit"),
-                 ("nofile", "RLIMIT_NOFILE"), ("hwcounters", "hardware perf counters")):
+                 ("nofile", "RLIMIT_NOFILE"), ("hwcounters", "hardware perf counters"),
+                 ("load_start", "load average at start (1, 5, 15 min)"), ("load_end", "load average at end"),
+                 ("procs_start", "processes at start")):
     a(f"| {label} | {meta.get(k, '?')} |")
 a("")
+# Did pthread_create make coroutines (transparent mode) in this build?
+corun_thr = [x["thr"] for (g, v, c), x in wrk.items() if v in ("corun1", "corunN") and c >= 1000]
+if corun_thr:
+    most = max(corun_thr)
+    if most > NCPU + 4:
+        a(f"**Transparent mode was not active in this build:** threaded_http under corun had up to {most:,} kernel "
+          "threads, i.e. `pthread_create` still made a kernel thread per connection. The corun rows below therefore "
+          "measure corun's I/O hooks on native threads, not connections as coroutines; rerun `make bench` on a build "
+          "with transparent `pthread_create` for the real comparison.")
+    else:
+        a(f"Transparent mode was active: threaded_http under corun had at most {most} kernel threads "
+          f"(workers plus corun's helper threads) at 1,000 and 10,000 connections.")
+    a("")
 a(f"**Read this first.** The machine has {NCPU} CPUs and the load generator (wrk) runs on it too: "
-  "client and server share the machine. In the *pinned* runs the server is confined to CPU 1 with `taskset` and wrk "
+  "client and server share the machine. Other work may run on it at the same time (see the load average above; "
+  "a 10,000-thread server alone adds to it); repetitions and medians soften that, the min-max columns show it. In the *pinned* runs the server is confined to CPU 1 with `taskset` and wrk "
   "to CPU 0, so every server variant gets exactly one CPU (the fair comparison with the single-threaded epoll_http); "
   f"in the *shared* runs nothing is pinned and corun uses all {NCPU} workers, competing with wrk for the same CPUs. "
   "wrk is a closed-loop generator (each connection waits for its reply before sending the next request), so its "
@@ -338,7 +355,10 @@ a(f"{N_IDLE:,} keep-alive connections, each having made one request (reply check
   "MemAvailable, which also counts kernel memory (thread stacks and task structs, socket buffers, page tables) and "
   "the client's own sockets (the same for every variant). Median of 3 runs; a fresh server each run.")
 a("")
-a("| server | RSS per connection | MemAvailable drop per connection | of which KernelStack | PageTables | Slab | kernel threads with the connections open |")
+a("The last three columns are the growth of machine-wide counters of /proc/meminfo (kernel thread stacks, page "
+  "tables, slab: socket and task structures), less noisy than MemAvailable, which other processes also move.")
+a("")
+a("| server | RSS per connection | MemAvailable drop per connection | KernelStack growth | PageTables growth | Slab growth | kernel threads with the connections open |")
 a("|---|---|---|---|---|---|---|")
 for v, label in (("native", "threaded_http, native threads"), ("corun", f"threaded_http under corun ({NCPU} workers)"),
                  ("epoll", "epoll_http (floor: no thread, no stack)")):

@@ -7,6 +7,7 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v perl >/dev/null 2>&1 || need+=(perl)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 command -v script >/dev/null 2>&1 || need+=(bsdutils)
+command -v strace >/dev/null 2>&1 || need+=(strace) # make bench: syscalls per operation
 if ((${#need[@]})); then
     echo "deps: installing ${need[*]}"
     SUDO=""
