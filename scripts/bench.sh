@@ -7,7 +7,7 @@
 #   1. micro: yield round trip (corun vs swapcontext vs kernel-thread
 #      eventfd ping-pong), spawn+join (vs pthread_create+join), 100,000
 #      coroutines sleeping 1 ms (vs 100,000 kernel threads); median of 5.
-#   2. memory per idle keep-alive connection in threaded_http: native
+#   2. memory per idle connection in threaded_http (and threaded_echo): native
 #      threads vs corun (epoll_http as the floor), as server RSS and as the
 #      machine's MemAvailable drop (kernel stacks included); median of 3.
 #   3. wrk: threaded_http natively, under corun (1 worker and all workers),
@@ -118,14 +118,16 @@ micro sleepers_threads "$BIN/bench_baselines" sleepers 100000 1 3
 fi
 
 # ---------------------------------------------------------------- 2. memory
-# idle VARIANT REP: N idle keep-alive connections parked in a fresh server.
+# idle VARIANT REP: N idle keep-alive connections parked in a fresh server
+# (threaded_http; echo_*: threaded_echo, held by scripts/hold_conns.py).
 : >"$RAW/idle.tsv"
 idle() {
     local v=$1 rep=$2 port srv cli pre="" prog=threaded_http
     case $v in
-        corun) pre=$LIB ;;
+        corun|echo_corun) pre=$LIB ;;
         epoll) prog=epoll_http ;;
     esac
+    [[ $v == echo_* ]] && prog=threaded_echo
     port=$(free_port)
     env LD_PRELOAD="$pre" "$BIN/$prog" "$port" "$BODY" 2>"$TMPD/idle-srv.err" &
     srv=$!
@@ -133,8 +135,19 @@ idle() {
     sleep 2
     local rss0 m0 rss1 m1 thr
     rss0=$(rss_kib "$srv"); m0=$(meminfo)
-    "$BIN/http_client" idle "$port" "$IDLE_N" "$BODY" >"$TMPD/idle.out" 2>&1 &
-    cli=$!
+    rm -f "$TMPD/ready"
+    if [[ $v == echo_* ]]; then
+        python3 "$ROOT/scripts/hold_conns.py" 127.0.0.1 "$port" "$IDLE_N" "$TMPD/ready" >"$TMPD/idle.out" 2>&1 &
+        cli=$!
+        for _ in $(seq 1 1200); do
+            [ -s "$TMPD/ready" ] && { echo "idle: $(cat "$TMPD/ready")" >>"$TMPD/idle.out"; break; }
+            kill -0 "$cli" 2>/dev/null || break
+            sleep 0.1
+        done
+    else
+        "$BIN/http_client" idle "$port" "$IDLE_N" "$BODY" >"$TMPD/idle.out" 2>&1 &
+        cli=$!
+    fi
     for _ in $(seq 1 1200); do
         grep -q '^idle:' "$TMPD/idle.out" && break
         kill -0 "$cli" 2>/dev/null || break
@@ -155,6 +168,9 @@ idle() {
 if part idle; then
 for rep in 1 2 3; do
     for v in native corun epoll; do idle "$v" "$rep"; done
+    if [ -x "$BIN/threaded_echo" ] && [ -f "$ROOT/scripts/hold_conns.py" ]; then
+        for v in echo_native echo_corun; do idle "$v" "$rep"; done
+    fi
 done
 fi
 

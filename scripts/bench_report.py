@@ -183,9 +183,14 @@ if sl is None:
         sl_fig += f"; 30,000 sleepers: {fmt_t(m('sleepers_30k'), 'ms')}"
 goal("100,000 coroutines sleeping 1 ms done within 50 ms", cmp(sl, 50.0, lambda a, b: a <= b), sl_fig)
 ia_n, ia_c = idle_med("native", 1), idle_med("corun", 1)
-goal("memory per idle connection <= 1/4 of native threads' (MemAvailable)",
+goal("memory per idle connection <= 1/4 of native threads' (MemAvailable; threaded_http)",
      cmp(ia_c, ia_n, lambda a, b: a <= b / 4),
      f"{ia_c or 0:,.1f} vs {ia_n or 0:,.1f} KiB = {fr(ratio(ia_c, ia_n), 2)} of native")
+ie_n, ie_c = idle_med("echo_native", 1), idle_med("echo_corun", 1)
+if ie_n is not None and ie_c is not None:
+    goal("memory per idle connection <= 1/4 of native threads' (MemAvailable; threaded_echo)",
+         cmp(ie_c, ie_n, lambda a, b: a <= b / 4),
+         f"{ie_c:,.1f} vs {ie_n:,.1f} KiB = {fr(ratio(ie_c, ie_n), 2)} of native")
 
 # ---------------------------------------------------------------- SVG
 COLORS = {"native": "#d62728", "corun1": "#1f77b4", "corunN": "#17becf", "epoll": "#2ca02c"}
@@ -361,7 +366,11 @@ a("")
 a("| server | RSS per connection | MemAvailable drop per connection | KernelStack growth | PageTables growth | Slab growth | kernel threads with the connections open |")
 a("|---|---|---|---|---|---|---|")
 for v, label in (("native", "threaded_http, native threads"), ("corun", f"threaded_http under corun ({NCPU} workers)"),
-                 ("epoll", "epoll_http (floor: no thread, no stack)")):
+                 ("epoll", "epoll_http (floor: no thread, no stack)"),
+                 ("echo_native", "threaded_echo, native threads"),
+                 ("echo_corun", f"threaded_echo under corun ({NCPU} workers)")):
+    if v.startswith("echo") and v not in idle:
+        continue
     if v in idle:
         thr = int(statistics.median(x[2] for x in idle[v]))
         a(f"| {label} | {idle_med(v, 0):,.1f} KiB | {idle_med(v, 1):,.1f} KiB | {idle_med(v, 3):,.1f} KiB | "
@@ -369,7 +378,12 @@ for v, label in (("native", "threaded_http, native threads"), ("corun", f"thread
     else:
         a(f"| {label} | failed | failed | | | | |")
 a("")
-a(f"corun / native: RSS {fr(ratio(idle_med('corun', 0), idle_med('native', 0)), 2)}, "
+if "echo_corun" in idle and "echo_native" in idle:
+    a(f"threaded_echo (main's thread-per-connection echo server, connections held by `scripts/hold_conns.py`, one "
+      f"byte echoed on each): corun / native RSS {fr(ratio(idle_med('echo_corun', 0), idle_med('echo_native', 0)), 2)}, "
+      f"MemAvailable {fr(ratio(idle_med('echo_corun', 1), idle_med('echo_native', 1)), 2)}.")
+    a("")
+a(f"threaded_http: corun / native: RSS {fr(ratio(idle_med('corun', 0), idle_med('native', 0)), 2)}, "
   f"MemAvailable {fr(ratio(ia_c, ia_n), 2)}. "
   f"Above the epoll_http floor: corun {((ia_c or 0) - (idle_med('epoll', 1) or 0)):,.1f} KiB, "
   f"native {((ia_n or 0) - (idle_med('epoll', 1) or 0)):,.1f} KiB per connection.")

@@ -66,7 +66,8 @@ awk -v a="$c_rps" -v b="$n_rps" -v p="$c_p99" -v q="$n_p99" -v r="$c_rss" -v s="
 echo
 if [ "$c_thr" -le $((workers + 2)) ]; then
     echo "What corun did: LD_PRELOAD=libcorun.so turned each of the $conns connection threads into a coroutine"
-    echo "on $workers worker threads; blocking reads and writes park the coroutine instead of the thread."
+    echo "on $workers worker threads ($c_thr kernel threads in all, with corun's watchdog); a blocking read or"
+    echo "write parks the coroutine instead of the thread. The program was not changed or recompiled."
 else
     echo "What corun did: its hooks made every blocking read/write/accept park a coroutine on the"
     echo "netpoller, but this build still creates a kernel thread per pthread_create ($c_thr threads):"
