@@ -237,6 +237,16 @@ impl StackPool {
         Ok(s)
     }
 
+    /// The most recently used idle stack of `size`, without mapping.
+    pub fn take_idle(&mut self, size: usize) -> Option<GuardedStack> {
+        let size = round_size(size);
+        let c = self.classes.iter_mut().find(|c| c.size == size)?;
+        let mut s = c.idle.pop()?;
+        c.clean_below = c.clean_below.min(c.idle.len());
+        s.dirty = true;
+        Some(s)
+    }
+
     /// Takes back the stack of a finished coroutine.
     pub fn put(&mut self, stack: GuardedStack) {
         let c = self.class(stack.usable_size());

@@ -56,6 +56,8 @@ const WAKE_KEY: u64 = u64::MAX;
 /// Run this many tasks between netpoller checks when busy.
 const POLL_EVERY: u64 = 61;
 const EVENTS: usize = 256;
+/// How long an idle worker watches for work before sleeping.
+const SPIN_NS: u64 = 50_000;
 /// Never-run tasks of a worker held by one task this long may be stolen.
 const STEAL_AFTER_NS: u64 = 1_000_000;
 /// A worker running one task for longer than this is not given new tasks.
@@ -120,8 +122,37 @@ pub struct Runtime {
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
-/// Stacks for spawns from threads that are not workers.
+/// The second level of the stack pool, shared by all threads. Each worker
+/// keeps up to LOCAL_STACKS idle stacks of a size for itself (no lock);
+/// beyond that they go here, and a worker whose own pool is empty takes from
+/// here before mapping a slab. Without it, stacks drained one way: taken
+/// from the spawner's pool, returned to the pool of the worker that ran the
+/// coroutine, so the spawner kept mapping slabs and the runner kept
+/// releasing pages (2 madvise per cross-worker spawn+join, seen by strace).
 static SHARED_STACKS: std::sync::Mutex<StackPool> = std::sync::Mutex::new(StackPool::new());
+/// In a forked child whose parent held the shared pool's lock at the fork:
+/// the lock can never be taken again, so map slabs directly.
+static SHARED_STACKS_BROKEN: AtomicBool = AtomicBool::new(false);
+/// Idle stacks of a size a worker keeps for itself.
+const LOCAL_STACKS: usize = crate::ctx::stack::HOT;
+
+/// A stack from the shared pool (or a new slab).
+fn shared_stack(size: usize) -> std::io::Result<crate::ctx::GuardedStack> {
+    if SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
+        return crate::ctx::GuardedStack::map_slab(size)?
+            .pop()
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOMEM));
+    }
+    fdtable::lock(&SHARED_STACKS).get(size)
+}
+
+/// In a forked child: the shared pool's lock may be held by a thread that
+/// does not exist there.
+pub(super) fn shared_stacks_after_fork() {
+    if SHARED_STACKS.try_lock().is_err() {
+        SHARED_STACKS_BROKEN.store(true, Ordering::Relaxed);
+    }
+}
 
 std::thread_local! {
     static WORKER: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
@@ -368,6 +399,29 @@ impl Worker {
         None
     }
 
+    /// A stack: this worker's idle ones first, then the shared pool.
+    fn get_stack(&self, size: usize) -> std::io::Result<crate::ctx::GuardedStack> {
+        if let Some(s) = self.local.stacks.borrow_mut().take_idle(size) {
+            return Ok(s);
+        }
+        shared_stack(size)
+    }
+
+    /// Gives a finished coroutine's stack back: kept here up to
+    /// LOCAL_STACKS of its size, else to the shared pool.
+    fn put_stack(&self, s: crate::ctx::GuardedStack) {
+        {
+            let mut local = self.local.stacks.borrow_mut();
+            if local.idle(s.usable_size()) < LOCAL_STACKS
+                || SHARED_STACKS_BROKEN.load(Ordering::Relaxed)
+            {
+                local.put(s);
+                return;
+            }
+        }
+        fdtable::lock(&SHARED_STACKS).put(s);
+    }
+
     /// Runs one task until it suspends or finishes.
     fn run_task(&'static self, t: TaskRef) {
         let tp = Arc::as_ptr(&t);
@@ -380,7 +434,7 @@ impl Worker {
             let stack = unsafe { (*t.stack.get()).take() };
             let stack = match stack {
                 Some(s) => s,
-                None => match self.local.stacks.borrow_mut().get(t.stack_size) {
+                None => match self.get_stack(t.stack_size) {
                     Ok(s) => s,
                     Err(_) => {
                         crate::sys::raw_stderr(
@@ -448,7 +502,7 @@ impl Worker {
         super::fork::task_ended(t.id);
         // SAFETY: the task no longer runs; only its home worker touches `coro`.
         if let Some(c) = unsafe { (*t.coro.get()).take() } {
-            self.local.stacks.borrow_mut().put(c.into_stack());
+            self.put_stack(c.into_stack());
         }
         t.set_done();
         self.load.fetch_sub(1, Ordering::Relaxed);
@@ -478,13 +532,16 @@ impl Worker {
                 .borrow()
                 .next_deadline()
                 .map(|d| d.saturating_sub(now));
-            if self.local.stacks.borrow().needs_scavenge() {
-                // Idle: return the pages of idle stacks, a batch at a time,
-                // coming back soon for the next batch.
-                let mut pool = self.local.stacks.borrow_mut();
-                pool.scavenge(SCAVENGE_BATCH);
+            // Idle: return the pages of the shared pool's idle stacks, a
+            // batch at a time, coming back soon for the next batch (a worker
+            // busy elsewhere holds the lock: skip this time).
+            if let Ok(mut pool) = SHARED_STACKS.try_lock() {
                 if pool.needs_scavenge() {
-                    timeout = Some(timeout.map_or(SCAVENGE_PAUSE_NS, |t| t.min(SCAVENGE_PAUSE_NS)));
+                    pool.scavenge(SCAVENGE_BATCH);
+                    if pool.needs_scavenge() {
+                        timeout =
+                            Some(timeout.map_or(SCAVENGE_PAUSE_NS, |t| t.min(SCAVENGE_PAUSE_NS)));
+                    }
                 }
             }
             self.sleeping.store(true, Ordering::SeqCst);
@@ -553,7 +610,47 @@ impl Worker {
             if stop() {
                 return;
             }
+            if self.spin_for_work(rt) {
+                continue;
+            }
             self.poll(rt, true);
+        }
+    }
+
+    /// Before sleeping, watch the shared queues for a few microseconds if
+    /// another worker is awake: handing work to a worker asleep in
+    /// epoll costs an eventfd write and a kernel wake-up (~50 us on a VM,
+    /// the unpinned eventfd ping-pong baseline of `make bench`), which
+    /// dominated spawn+join and join-style wake-ups across workers. Go's
+    /// idle Ps spin the same way. Returns true if work arrived.
+    fn spin_for_work(&self, rt: &Runtime) -> bool {
+        // Another worker awake (running, or about to) may hand us work.
+        let others_run = rt.workers.iter().any(|w| {
+            w.index != self.index
+                && w.started.load(Ordering::Relaxed)
+                && !w.dead.load(Ordering::Relaxed)
+                && !w.sleeping.load(Ordering::Relaxed)
+        });
+        let timer_soon = self
+            .local
+            .timers
+            .borrow()
+            .next_deadline()
+            .is_some_and(|d| d <= self.local.clock.get() + SPIN_NS);
+        if !others_run || timer_soon {
+            return false;
+        }
+        let start = crate::sys::now_ns();
+        loop {
+            for _ in 0..64 {
+                if self.has_shared_work(rt) {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+            if crate::sys::now_ns() - start > SPIN_NS {
+                return false;
+            }
         }
     }
 }
@@ -631,8 +728,8 @@ pub fn spawn_at(entry: Entry, stack_size: usize, start_addr: usize) -> Result<Ta
     let t = Task::with_start_addr(entry, stack_size, start_addr);
     let me = current_worker();
     let stack = match me {
-        Some(w) => w.local.stacks.borrow_mut().get(stack_size),
-        None => fdtable::lock(&SHARED_STACKS).get(stack_size),
+        Some(w) => w.get_stack(stack_size),
+        None => shared_stack(stack_size),
     };
     match stack {
         // SAFETY: the task is not shared yet.
@@ -697,10 +794,7 @@ pub fn spawn_main(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
     let w = current_worker().ok_or(libc::EAGAIN)?;
     let t = Task::new(entry, stack_size);
     let s = w
-        .local
-        .stacks
-        .borrow_mut()
-        .get(stack_size)
+        .get_stack(stack_size)
         .map_err(|e| e.raw_os_error().unwrap_or(libc::EAGAIN))?;
     // SAFETY: the task is not shared yet.
     unsafe { *t.stack.get() = Some(s) };
