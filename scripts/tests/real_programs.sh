@@ -1,6 +1,7 @@
 # Real programs run unchanged under corun with output and exit status
 # identical to running them natively: sh pipelines, python3 with threads,
-# sockets and a ThreadPoolExecutor, git, tar, make, perl with a socket.
+# sockets and a ThreadPoolExecutor, git, tar, make, strace, perl with a
+# socket.
 source "$(dirname "$0")/../lib.sh"
 cd "$TMPD"
 run_both() {
@@ -31,6 +32,8 @@ b: a ; cat a a >b
 c: b ; wc -c <b >c; cat c
 MK
 run_both make sh -c 'rm -f a b c && make -s -j2 all && make -s all'
+# strace waits for its tracee's stops (not exits): waitpid must see them.
+command -v strace >/dev/null && run_both strace strace -f -o /dev/null sh -c 'echo traced | cat; exit 4'
 run_both perl_socket perl -MIO::Socket::INET -e '
 my $l = IO::Socket::INET->new(Listen => 5, LocalAddr => "127.0.0.1", LocalPort => 0, Proto => "tcp") or die;
 my $port = $l->sockport;

@@ -1,4 +1,4 @@
-//! `fork`, `vfork`.
+//! `fork`, `vfork`, `waitpid`, `wait`, `wait4`, `waitid`.
 //!
 //! A coroutine that forks gets a child whose runtime keeps only that
 //! coroutine, with a scheduler of its own (`sched::fork`). `vfork` is made
@@ -38,9 +38,11 @@ pub unsafe extern "C" fn vfork() -> pid_t {
     unsafe { fork() }
 }
 
-/// Parks until `pid` (one child) may have changed state: its pidfd becomes
-/// readable when it exits. Returns false if no pidfd could be had.
-fn park_until_child_exits(pid: pid_t) -> bool {
+/// Parks until `pid` (one child) may have changed state or `pause_ns`
+/// passed: its pidfd becomes readable when it exits; a stop or continue
+/// (WUNTRACED, WCONTINUED, and every stop of a ptraced child) does not make
+/// it readable, hence the deadline. Returns false if no pidfd could be had.
+fn park_on_child(pid: pid_t, pause_ns: u64) -> bool {
     // SAFETY: pidfd_open takes a pid and flags.
     let pfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
     if pfd < 0 {
@@ -48,16 +50,15 @@ fn park_until_child_exits(pid: pid_t) -> bool {
     }
     if let Some(e) = crate::sched::fdtable::get(pfd) {
         e.reset();
-        loop {
-            let seen = e.snapshot(crate::sched::fdtable::Dir::Read);
-            if crate::hooks::ready_now(pfd, libc::POLLIN) {
-                break;
-            }
-            if crate::sched::park_until_ready(pfd, crate::sched::fdtable::Dir::Read, seen, None)
-                != crate::sched::FdWait::Ready
-            {
-                break;
-            }
+        let seen = e.snapshot(crate::sched::fdtable::Dir::Read);
+        if !crate::hooks::ready_now(pfd, libc::POLLIN) {
+            let deadline = crate::sys::now_ns() + pause_ns;
+            crate::sched::park_until_ready(
+                pfd,
+                crate::sched::fdtable::Dir::Read,
+                seen,
+                Some(deadline),
+            );
         }
         e.reset();
     }
@@ -66,34 +67,36 @@ fn park_until_child_exits(pid: pid_t) -> bool {
     true
 }
 
-/// waitpid that parks: for one child, on its pidfd; for "any child", by
-/// polling with WNOHANG at growing intervals (1 to 20 ms).
-fn waitpid_parking(pid: pid_t, status: *mut libc::c_int, options: libc::c_int) -> pid_t {
+/// A wait for a child that parks. `attempt(options)` makes the real call;
+/// it is made with WNOHANG, and between attempts the coroutine parks: on
+/// the child's pidfd (woken at once when it exits) for one child, by
+/// sleeping for "any child"; either way for at most 1 ms growing to 20 ms,
+/// so stops (which a pidfd does not report) are seen too.
+fn wait_parking(
+    pid: pid_t,
+    options: libc::c_int,
+    mut attempt: impl FnMut(libc::c_int) -> pid_t,
+) -> pid_t {
     let mut pause_ns = 1_000_000u64;
     loop {
-        // SAFETY: the caller's waitpid contract.
-        let r = unsafe { waitpid_real(pid, status, options | libc::WNOHANG) };
+        let r = attempt(options | libc::WNOHANG);
         if r != 0 {
             return r;
         }
-        if pid > 0 && park_until_child_exits(pid) {
-            continue;
+        if !(pid > 0 && park_on_child(pid, pause_ns)) {
+            crate::sched::sleep_until(crate::sys::now_ns() + pause_ns);
         }
-        crate::sched::sleep_until(crate::sys::now_ns() + pause_ns);
         pause_ns = (pause_ns * 2).min(20_000_000);
     }
 }
 
 mod real_wait {
-    use libc::{c_int, pid_t};
+    use libc::{c_int, id_t, idtype_t, pid_t, rusage, siginfo_t};
     crate::sys::real::real_fns! {
         fn waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t;
+        fn wait4(pid: pid_t, status: *mut c_int, options: c_int, ru: *mut rusage) -> pid_t;
+        fn waitid(idtype: idtype_t, id: id_t, info: *mut siginfo_t, options: c_int) -> c_int;
     }
-}
-
-unsafe fn waitpid_real(pid: pid_t, status: *mut libc::c_int, options: libc::c_int) -> pid_t {
-    // SAFETY: the caller's waitpid contract.
-    unsafe { real_wait::waitpid(pid, status, options) }
 }
 
 #[no_mangle]
@@ -104,9 +107,65 @@ pub unsafe extern "C" fn waitpid(
 ) -> pid_t {
     if !in_coroutine() || options & libc::WNOHANG != 0 {
         // SAFETY: the caller's waitpid contract.
-        return unsafe { waitpid_real(pid, status, options) };
+        return unsafe { real_wait::waitpid(pid, status, options) };
     }
-    waitpid_parking(pid, status, options)
+    // SAFETY: the caller's waitpid contract.
+    wait_parking(pid, options, |o| unsafe {
+        real_wait::waitpid(pid, status, o)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn wait4(
+    pid: pid_t,
+    status: *mut libc::c_int,
+    options: libc::c_int,
+    ru: *mut libc::rusage,
+) -> pid_t {
+    if !in_coroutine() || options & libc::WNOHANG != 0 {
+        // SAFETY: the caller's wait4 contract.
+        return unsafe { real_wait::wait4(pid, status, options, ru) };
+    }
+    // SAFETY: the caller's wait4 contract.
+    wait_parking(pid, options, |o| unsafe {
+        real_wait::wait4(pid, status, o, ru)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn waitid(
+    idtype: libc::idtype_t,
+    id: libc::id_t,
+    info: *mut libc::siginfo_t,
+    options: libc::c_int,
+) -> libc::c_int {
+    if !in_coroutine() || options & libc::WNOHANG != 0 || info.is_null() {
+        // SAFETY: the caller's waitid contract.
+        return unsafe { real_wait::waitid(idtype, id, info, options) };
+    }
+    let pid = if idtype == libc::P_PID {
+        id as pid_t
+    } else {
+        -1
+    };
+    wait_parking(pid, options, |o| {
+        // waitid with WNOHANG returns 0 whether or not a child changed
+        // state; si_pid says which (0: none).
+        // SAFETY: `info` is writable per the contract.
+        unsafe {
+            (*info).si_signo = 0;
+            let r = real_wait::waitid(idtype, id, info, o);
+            if r < 0 {
+                return -1;
+            }
+            if (*info).si_pid() == 0 {
+                0
+            } else {
+                1
+            }
+        }
+    })
+    .min(0)
 }
 
 #[no_mangle]
