@@ -63,7 +63,8 @@ if [ -x "$BIN/threaded_http" ] && command -v wrk >/dev/null; then
     srv=$!
     wait_port "$port"
     fd0=$(fds_of "$srv")
-    wrk -t2 -c200 -d5s "http://127.0.0.1:$port/" >/dev/null
+    # Warm up at the concurrency of the run, so its peak is reached here.
+    wrk -t2 -c1000 -d5s "http://127.0.0.1:$port/" >/dev/null
     sleep 1
     rss_warm=$(rss_kib "$srv")
     out=$(wrk -t2 -c1000 -d"${SECS}s" "http://127.0.0.1:$port/")
