@@ -4,7 +4,7 @@
 //! Name resolution reads files and may wait seconds on a DNS server, inside
 //! libc, with no fd corun could park on. In a coroutine each call runs on
 //! the blocking pool while the coroutine parks (the results are the same
-//! functions' results, computed on a helper thread); outside one they pass
+
 //! straight through.
 //!
 //! The non-reentrant forms (`gethostbyname`, `gethostbyaddr`) return
@@ -16,8 +16,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use libc::{addrinfo, hostent, sockaddr, socklen_t};
 
-use crate::sched::{blocking::run_blocking, in_coroutine};
-use crate::sys::{errno, set_errno};
+use crate::sched::blocking::run_blocking;
 
 mod real {
     use libc::{addrinfo, hostent, size_t, sockaddr, socklen_t};
@@ -41,20 +40,16 @@ mod real {
 #[derive(Clone, Copy)]
 struct Ptrs([usize; 6]);
 
-/// Runs `call` with `ptrs` on the blocking pool and carries errno (and
-/// h_errno, which libc keeps per thread) back.
+/// Runs `call` with `ptrs` on the blocking pool (which carries errno back)
+/// and carries h_errno, which libc also keeps per thread, back too.
 fn offload<R: Send + Copy>(ptrs: Ptrs, call: impl FnOnce(Ptrs) -> R + Send) -> R {
-    if !in_coroutine() {
-        return call(ptrs);
-    }
-    let (r, e, he) = run_blocking(move || {
+    let (r, he) = run_blocking(move || {
         let r = call(ptrs);
         // SAFETY: __h_errno_location returns this thread's h_errno.
-        (r, errno(), unsafe { *__h_errno_location() })
+        (r, unsafe { *__h_errno_location() })
     });
     // SAFETY: as above, for the calling thread.
     unsafe { *__h_errno_location() = he };
-    set_errno(e);
     r
 }
 

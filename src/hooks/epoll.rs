@@ -83,7 +83,7 @@ pub unsafe extern "C" fn epoll_wait(
     timeout: c_int,
 ) -> c_int {
     if in_coroutine() && timeout != 0 {
-        let deadline = (timeout > 0).then(|| now_ns().saturating_add(timeout as u64 * 1_000_000));
+        let deadline = super::poll::deadline_ms(timeout);
         if let Some(r) = epoll_parking(epfd, ev, max, deadline, std::ptr::null()) {
             return r;
         }
@@ -101,7 +101,7 @@ pub unsafe extern "C" fn epoll_pwait(
     mask: *const sigset_t,
 ) -> c_int {
     if in_coroutine() && timeout != 0 {
-        let deadline = (timeout > 0).then(|| now_ns().saturating_add(timeout as u64 * 1_000_000));
+        let deadline = super::poll::deadline_ms(timeout);
         if let Some(r) = epoll_parking(epfd, ev, max, deadline, mask) {
             return r;
         }

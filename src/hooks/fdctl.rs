@@ -131,22 +131,12 @@ fn lock_waits(cmd: c_int) -> bool {
     matches!(cmd, libc::F_SETLKW | libc::F_OFD_SETLKW) && crate::sched::in_coroutine()
 }
 
-/// Runs a possibly waiting lock call on the blocking pool, errno included.
-fn on_pool(call: impl FnOnce() -> c_int + Send) -> c_int {
-    let (r, e) = crate::sched::blocking::run_blocking(move || {
-        let r = call();
-        (r, errno())
-    });
-    set_errno(e);
-    r
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     if lock_waits(cmd) {
         // SAFETY: the caller's fcntl contract; `arg` (a struct flock
         // pointer) stays valid while the caller is parked.
-        return on_pool(move || unsafe { real::fcntl(fd, cmd, arg) });
+        return crate::sched::blocking::run_blocking(move || unsafe { real::fcntl(fd, cmd, arg) });
     }
     // SAFETY: the caller's fcntl contract; the variadic third argument is
     // passed in the same register as a fixed one on x86_64 and aarch64.
@@ -159,7 +149,9 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     if lock_waits(cmd) {
         // SAFETY: as fcntl.
-        return on_pool(move || unsafe { real::fcntl64(fd, cmd, arg) });
+        return crate::sched::blocking::run_blocking(move || unsafe {
+            real::fcntl64(fd, cmd, arg)
+        });
     }
     // SAFETY: as fcntl.
     let r = unsafe { real::fcntl64(fd, cmd, arg) };
@@ -181,7 +173,7 @@ pub unsafe extern "C" fn flock(fd: c_int, op: c_int) -> c_int {
         && crate::sched::in_coroutine()
     {
         // SAFETY: plain integers.
-        return on_pool(move || unsafe { real_flock::flock(fd, op) });
+        return crate::sched::blocking::run_blocking(move || unsafe { real_flock::flock(fd, op) });
     }
     // SAFETY: plain integers.
     unsafe { real_flock::flock(fd, op) }

@@ -26,7 +26,8 @@
 
 use std::ffi::{c_char, c_int, c_uint};
 
-use crate::sched::{blocking::run_blocking, fdtable, in_coroutine};
+use crate::sched::blocking::{run_blocking, SendPtr};
+use crate::sched::{fdtable, in_coroutine};
 use crate::sys::{errno, set_errno};
 
 /// The real functions (the hooks below take their names).
@@ -43,34 +44,6 @@ mod real {
     fn fstatat(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int) -> c_int;
     fn fstatat64(dirfd: c_int, path: *const c_char, buf: *mut libc::stat64, flags: c_int) -> c_int;
     fn statx(dirfd: c_int, path: *const c_char, flags: c_int, mask: c_uint, buf: *mut libc::statx) -> c_int;
-    }
-}
-
-/// Runs `call` on the blocking pool (in a coroutine) and carries its errno
-/// back to the calling thread.
-fn offload<R: Send + Copy>(call: impl FnOnce() -> R + Send) -> R {
-    if !in_coroutine() {
-        return call();
-    }
-    let (r, e) = run_blocking(move || {
-        let r = call();
-        (r, errno())
-    });
-    set_errno(e);
-    r
-}
-
-/// A raw pointer that may cross to a helper thread: the caller parks until
-/// the helper is done with it.
-#[derive(Clone, Copy)]
-struct P<T>(*mut T);
-// SAFETY: only dereferenced by the helper while its owner waits.
-unsafe impl<T> Send for P<T> {}
-
-impl<T> P<T> {
-    /// The pointer (a method, so closures capture the whole `P`).
-    fn get(self) -> *mut T {
-        self.0
     }
 }
 
@@ -117,13 +90,13 @@ fn file_io(fd: c_int, iov: *const libc::iovec, cnt: c_int, offset: i64, write: b
     };
     set_errno(saved);
     let tail = super::rw::iov_tail(iov, cnt, done);
-    let t = P(tail.as_ptr() as *mut libc::iovec);
+    let t = SendPtr(tail.as_ptr() as *mut libc::iovec);
     let n = tail.len() as c_int;
     let at = if offset < 0 { -1 } else { offset + done as i64 };
     // SAFETY: the rest of the caller's buffers, alive while we are parked;
     // preadv2/pwritev2 with flags 0 are plain (blocking) preadv/pwritev, or
     // readv/writev at offset -1.
-    let rest = offload(move || unsafe {
+    let rest = run_blocking(move || unsafe {
         if write {
             crate::sys::real::pwritev2(fd, t.get(), n, at, 0)
         } else {
@@ -224,9 +197,9 @@ fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint, large:
             return fresh_fd(fd);
         }
     }
-    let p = P(path as *mut c_char);
+    let p = SendPtr(path as *mut c_char);
     // SAFETY: the caller's open contract; `path` outlives the parked call.
-    fresh_fd(offload(move || unsafe {
+    fresh_fd(run_blocking(move || unsafe {
         real::openat(dirfd, p.get(), flags, mode)
     }))
 }
@@ -275,22 +248,22 @@ pub unsafe extern "C" fn creat(path: *const c_char, mode: c_uint) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
     // SAFETY: plain integer.
-    offload(move || unsafe { real::fsync(fd) })
+    run_blocking(move || unsafe { real::fsync(fd) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
     // SAFETY: plain integer.
-    offload(move || unsafe { real::fdatasync(fd) })
+    run_blocking(move || unsafe { real::fdatasync(fd) })
 }
 
 macro_rules! stat_hook {
     ($name:ident, $buf:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, buf: *mut $buf) -> c_int {
-            let (p, b) = (P(path as *mut c_char), P(buf));
+            let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
             // SAFETY: the caller's contract; both pointers outlive the parked call.
-            offload(move || unsafe { real::$name(p.get(), b.get()) })
+            run_blocking(move || unsafe { real::$name(p.get(), b.get()) })
         }
     };
 }
@@ -307,9 +280,9 @@ pub unsafe extern "C" fn fstatat(
     buf: *mut libc::stat,
     flags: c_int,
 ) -> c_int {
-    let (p, b) = (P(path as *mut c_char), P(buf));
+    let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
     // SAFETY: as stat.
-    offload(move || unsafe { real::fstatat(dirfd, p.get(), b.get(), flags) })
+    run_blocking(move || unsafe { real::fstatat(dirfd, p.get(), b.get(), flags) })
 }
 
 #[no_mangle]
@@ -319,9 +292,9 @@ pub unsafe extern "C" fn fstatat64(
     buf: *mut libc::stat64,
     flags: c_int,
 ) -> c_int {
-    let (p, b) = (P(path as *mut c_char), P(buf));
+    let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
     // SAFETY: as stat.
-    offload(move || unsafe { real::fstatat64(dirfd, p.get(), b.get(), flags) })
+    run_blocking(move || unsafe { real::fstatat64(dirfd, p.get(), b.get(), flags) })
 }
 
 #[no_mangle]
@@ -332,7 +305,7 @@ pub unsafe extern "C" fn statx(
     mask: c_uint,
     buf: *mut libc::statx,
 ) -> c_int {
-    let (p, b) = (P(path as *mut c_char), P(buf));
+    let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
     // SAFETY: as stat.
-    offload(move || unsafe { real::statx(dirfd, p.get(), flags, mask, b.get()) })
+    run_blocking(move || unsafe { real::statx(dirfd, p.get(), flags, mask, b.get()) })
 }

@@ -166,10 +166,7 @@ pub(crate) const TIMEO_NONE: u64 = u64::MAX;
 /// there is none or `fd` is not a socket. Asked of the kernel when not
 /// known (an inherited socket) or when the description is shared.
 pub(crate) fn sock_timeout(fd: i32, e: &FdEntry, dir: Dir) -> Option<u64> {
-    let slot = match dir {
-        Dir::Read => &e.rcv_timeo,
-        Dir::Write => &e.snd_timeo,
-    };
+    let slot = e.timeo(dir);
     let v = slot.load(Ordering::Relaxed);
     if v != 0 && !e.shared.load(Ordering::Relaxed) {
         return (v != TIMEO_NONE).then_some(v);
@@ -269,6 +266,77 @@ pub(crate) fn nonblocking_loop(
             }
             FdWait::NotPollable(_) => return Io::Blocking,
         }
+    }
+}
+
+/// How a blocking "write everything" made of non-blocking attempts ended.
+pub(crate) enum Written {
+    /// The call's result: the count written, or -1 with errno set.
+    Done(isize),
+    /// corun cannot wait on this fd: the bytes from this offset on must be
+    /// written by the blocking call itself (0: the whole call).
+    Rest(usize),
+}
+
+/// A blocking write on a stream, out of non-blocking attempts: the one loop
+/// behind `write`, `writev`, `send`, `sendto` and `sendmsg`.
+/// `attempt(done)` makes one non-blocking attempt for the bytes from offset
+/// `done` on (None: corun has no way to for this fd). Partial results add up
+/// to `total`, parking in between; the program's own O_NONBLOCK stops after
+/// the first. Once some bytes are out, an error returns the count so far,
+/// and a connection found failed (POLLERR/POLLHUP) is left alone so its
+/// error stays pending for the next call, as the kernel's blocking write
+/// does. Attempts after a partial write must not raise SIGPIPE.
+pub(crate) fn write_all(
+    fd: i32,
+    e: &FdEntry,
+    total: usize,
+    mut attempt: impl FnMut(usize) -> Option<isize>,
+) -> Written {
+    let mut deadline = Deadline::default();
+    let mut done = 0usize;
+    loop {
+        let mut rest = false;
+        let mut failed = false;
+        let io = nonblocking_loop(fd, e, Dir::Write, &mut deadline, || {
+            if done > 0 && stream_socket_failed(fd, e) {
+                failed = true;
+                return 0;
+            }
+            attempt(done).unwrap_or_else(|| {
+                rest = true;
+                0
+            })
+        });
+        let r = match io {
+            Io::Done(_) if failed => return Written::Done(done as isize),
+            Io::Done(_) if rest => return Written::Rest(done),
+            Io::Done(r) => r,
+            Io::Blocking => return Written::Rest(done),
+        };
+        if r < 0 {
+            return Written::Done(if done > 0 { done as isize } else { -1 });
+        }
+        done += r as usize;
+        if done >= total || r == 0 || user_nonblocking(fd, e) {
+            return Written::Done(done as isize);
+        }
+    }
+}
+
+/// After a partial write: is `fd` a socket whose connection failed?
+fn stream_socket_failed(fd: i32, e: &FdEntry) -> bool {
+    fd_kind(fd, e) == fdtable::KIND_SOCKET
+        && poll_now(fd, libc::POLLOUT) & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
+/// MSG_NOSIGNAL once part of a write is out: the blocking call would have
+/// returned the partial count without a signal.
+pub(crate) fn nosignal_after(done: usize) -> i32 {
+    if done > 0 {
+        libc::MSG_NOSIGNAL
+    } else {
+        0
     }
 }
 

@@ -94,7 +94,7 @@ pub(crate) unsafe fn parking_deadline(ts: *const timespec) -> Option<Option<u64>
 }
 
 /// A deadline `ms` from now; None for a negative (infinite) timeout.
-fn deadline_ms(ms: c_int) -> Option<u64> {
+pub(crate) fn deadline_ms(ms: c_int) -> Option<u64> {
     (ms >= 0).then(|| now_ns().saturating_add(ms as u64 * 1_000_000))
 }
 

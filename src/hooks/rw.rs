@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 
 use libc::{c_void, iovec, size_t, ssize_t};
 
-use super::{eagain, fd_kind, nonblocking_loop, ready_now, user_nonblocking, Deadline, Io};
+use super::{eagain, fd_kind, nonblocking_loop, ready_now, write_all, Deadline, Io, Written};
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::in_coroutine;
 use crate::sys::{errno, real};
@@ -84,8 +84,8 @@ fn try_writev(
                 let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
                 m.msg_iov = iov as *mut iovec;
                 m.msg_iovlen = cnt as usize;
-                // SAFETY: as the caller's writev contract. No MSG_NOSIGNAL:
-                // SIGPIPE is raised exactly as write() would.
+                // SAFETY: as the caller's writev contract. SIGPIPE is raised
+                // exactly as write() would, until part of the write is out.
                 let nosig = if continuing { libc::MSG_NOSIGNAL } else { 0 };
                 let r = unsafe { real::sendmsg(fd, &m, libc::MSG_DONTWAIT | nosig) };
                 if r < 0 && errno() == libc::ENOTSOCK {
@@ -113,14 +113,6 @@ fn try_writev(
             _ => None,
         };
     }
-}
-
-/// After a partial write on a socket: has the connection failed? Then the
-/// blocking call returns the partial count and leaves the error pending
-/// for the next call (an attempt now would consume it).
-pub(crate) fn stream_socket_failed(fd: c_int, e: &FdEntry) -> bool {
-    fd_kind(fd, e) == fdtable::KIND_SOCKET
-        && super::poll_now(fd, libc::POLLOUT) & (libc::POLLERR | libc::POLLHUP) != 0
 }
 
 /// A read of `iov` that parks instead of blocking; None: make the real call.
@@ -189,53 +181,27 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
     if fd_kind(fd, e) == fdtable::KIND_FILE {
         return Some(super::file::write_file(fd, iov, cnt));
     }
-    let total = iov_len(iov, cnt);
-    let mut deadline = Deadline::default();
-    let mut done = 0usize;
-    loop {
-        let tail;
-        let (p, n) = if done == 0 {
-            (iov, cnt)
-        } else {
-            tail = iov_tail(iov, cnt, done);
-            (tail.as_ptr(), tail.len() as c_int)
-        };
-        let mut unsupported = false;
-        let mut failed = false;
-        let io = nonblocking_loop(fd, e, Dir::Write, &mut deadline, || {
-            if done > 0 && stream_socket_failed(fd, e) {
-                failed = true;
-                return 0;
-            }
-            match try_writev(fd, e, p, n, done > 0) {
-                Some(r) => r,
-                None => {
-                    unsupported = true;
-                    0
-                }
-            }
-        });
-        let r = match io {
-            Io::Done(_) if failed => return Some(done as isize),
-            Io::Done(_) if unsupported && done == 0 => return None,
-            Io::Done(r) => r,
-            Io::Blocking if done == 0 => return None,
-            Io::Blocking => {
-                // SAFETY: writing the rest of the caller's buffers.
-                let r = unsafe { real::writev(fd, p, n) };
-                if r < 0 {
-                    return Some(done as isize);
-                }
-                return Some((done + r as usize) as isize);
-            }
-        };
-        if r < 0 {
-            // An error after a partial write reports the partial count.
-            return Some(if done > 0 { done as isize } else { -1 });
+    // The unsent part of `iov`, rebuilt only when more has been sent.
+    let mut tail: Vec<iovec> = Vec::new();
+    let mut tail_at = 0;
+    let written = write_all(fd, e, iov_len(iov, cnt), |done| {
+        if done == 0 {
+            return try_writev(fd, e, iov, cnt, false);
         }
-        done += r as usize;
-        if done >= total || r == 0 || user_nonblocking(fd, e) {
-            return Some(done as isize);
+        if tail_at != done {
+            tail = iov_tail(iov, cnt, done);
+            tail_at = done;
+        }
+        try_writev(fd, e, tail.as_ptr(), tail.len() as c_int, true)
+    });
+    match written {
+        Written::Done(r) => Some(r),
+        Written::Rest(0) => None,
+        Written::Rest(done) => {
+            let rest = iov_tail(iov, cnt, done);
+            // SAFETY: writing the rest of the caller's buffers.
+            let r = unsafe { real::writev(fd, rest.as_ptr(), rest.len() as c_int) };
+            Some((done + r.max(0) as usize) as isize)
         }
     }
 }
@@ -292,14 +258,6 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
     unsafe { real::writev(fd, iov, cnt) }
 }
 
-mod next {
-    use libc::{c_int, iovec, ssize_t};
-    crate::sys::real::real_fns! {
-        fn preadv64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t;
-        fn pwritev64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: i64, flags: c_int) -> ssize_t;
-    }
-}
-
 /// `preadv2`/`pwritev2` at offset -1 without flags are `readv`/`writev`
 /// (the current position; on a pipe or socket they wait like them). Any
 /// other call (an offset, or flags such as RWF_NOWAIT the program asked
@@ -333,13 +291,9 @@ pub unsafe extern "C" fn preadv64v2(
     off: i64,
     flags: c_int,
 ) -> ssize_t {
-    if as_plain_rw(off, flags, cnt) {
-        if let Some(r) = read_iov(fd, iov, cnt) {
-            return r;
-        }
-    }
+    // On 64-bit Linux `off_t` is 64 bits: glibc's preadv64v2 is preadv2.
     // SAFETY: the caller's preadv2 contract.
-    unsafe { next::preadv64v2(fd, iov, cnt, off, flags) }
+    unsafe { preadv2(fd, iov, cnt, off, flags) }
 }
 
 #[no_mangle]
@@ -367,13 +321,9 @@ pub unsafe extern "C" fn pwritev64v2(
     off: i64,
     flags: c_int,
 ) -> ssize_t {
-    if as_plain_rw(off, flags, cnt) {
-        if let Some(r) = write_iov(fd, iov, cnt) {
-            return r;
-        }
-    }
+    // As preadv64v2: pwritev64v2 is pwritev2.
     // SAFETY: the caller's pwritev2 contract.
-    unsafe { next::pwritev64v2(fd, iov, cnt, off, flags) }
+    unsafe { pwritev2(fd, iov, cnt, off, flags) }
 }
 
 extern "C" {

@@ -27,8 +27,8 @@ use std::ffi::{c_int, c_uint};
 
 use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t, timespec};
 
-use super::rw::{iov_len, iov_tail, stream_socket_failed};
-use super::{nonblocking_loop, user_nonblocking, Deadline, Io};
+use super::rw::{iov_len, iov_tail};
+use super::{nonblocking_loop, nosignal_after, user_nonblocking, write_all, Deadline, Io, Written};
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::in_coroutine;
 use crate::sys::{errno, now_ns, real, set_errno};
@@ -95,42 +95,29 @@ pub(crate) fn send_parking(
     alen: socklen_t,
 ) -> Option<isize> {
     let e = fdtable::get(fd)?;
-    let mut deadline = Deadline::default();
-    let mut sent = 0usize;
-    loop {
-        // After a partial send, a failure returns the count, without SIGPIPE,
-        // and a connection that failed meanwhile keeps its error pending.
-        let nosig = if sent > 0 { libc::MSG_NOSIGNAL } else { 0 };
-        let mut failed = false;
-        let io = nonblocking_loop(fd, e, Dir::Write, &mut deadline, || {
-            if sent > 0 && stream_socket_failed(fd, e) {
-                failed = true;
-                return 0;
-            }
-            // SAFETY: the caller's sendto contract, from offset `sent`.
-            unsafe {
-                real::sendto(
-                    fd,
-                    (buf as *const u8).add(sent) as *const c_void,
-                    n - sent,
-                    flags | libc::MSG_DONTWAIT | nosig,
-                    addr,
-                    alen,
-                )
-            }
-        });
-        let r = match io {
-            Io::Done(_) if failed => return Some(sent as isize),
-            Io::Done(r) => r,
-            Io::Blocking => return None,
-        };
-        if r < 0 {
-            return Some(if sent > 0 { sent as isize } else { -1 });
-        }
-        sent += r as usize;
-        if sent >= n || r == 0 || user_nonblocking(fd, e) {
-            return Some(sent as isize);
-        }
+    let written = write_all(fd, e, n, |sent| {
+        // SAFETY: the caller's sendto contract, from offset `sent`.
+        Some(unsafe {
+            real::sendto(
+                fd,
+                (buf as *const u8).add(sent) as *const c_void,
+                n - sent,
+                flags | libc::MSG_DONTWAIT | nosignal_after(sent),
+                addr,
+                alen,
+            )
+        })
+    });
+    sent_result(written)
+}
+
+/// A socket always has a way to wait: `Rest` only comes before any byte
+/// (make the real call) or, on a socket, never.
+fn sent_result(w: Written) -> Option<isize> {
+    match w {
+        Written::Done(r) => Some(r),
+        Written::Rest(0) => None,
+        Written::Rest(sent) => Some(sent as isize),
     }
 }
 
@@ -179,50 +166,31 @@ fn recvmsg_parking(fd: c_int, msg: *mut msghdr, flags: c_int) -> Option<isize> {
     Some(got as isize)
 }
 
-/// sendmsg with MSG_DONTWAIT attempts, looping over partial sends.
+/// sendmsg with MSG_DONTWAIT attempts, looping over partial sends
+/// (ancillary data goes with the first part only).
 fn sendmsg_parking(fd: c_int, msg: *const msghdr, flags: c_int) -> Option<isize> {
     let e = fdtable::get(fd)?;
-    let mut deadline = Deadline::default();
     // SAFETY: the caller's msghdr is readable per the sendmsg contract.
     let (iov, cnt) = unsafe { ((*msg).msg_iov, (*msg).msg_iovlen as c_int) };
-    let total = iov_len(iov, cnt);
-    let mut sent = 0usize;
-    loop {
-        let tail;
+    let mut tail: Vec<iovec> = Vec::new();
+    let mut tail_at = 0;
+    let written = write_all(fd, e, iov_len(iov, cnt), |sent| {
         // SAFETY: as above; a copy we may point at the unsent tail.
         let mut m: msghdr = unsafe { *msg };
         if sent > 0 {
-            tail = iov_tail(iov, cnt, sent);
+            if tail_at != sent {
+                tail = iov_tail(iov, cnt, sent);
+                tail_at = sent;
+            }
             m.msg_iov = tail.as_ptr() as *mut iovec;
             m.msg_iovlen = tail.len();
             m.msg_control = std::ptr::null_mut();
             m.msg_controllen = 0;
         }
-        // As in send_parking: no SIGPIPE after a partial send.
-        let nosig = if sent > 0 { libc::MSG_NOSIGNAL } else { 0 };
-        let mut failed = false;
-        let io = nonblocking_loop(fd, e, Dir::Write, &mut deadline, || {
-            if sent > 0 && stream_socket_failed(fd, e) {
-                failed = true;
-                return 0;
-            }
-            // SAFETY: the caller's sendmsg contract.
-            unsafe { real::sendmsg(fd, &m, flags | libc::MSG_DONTWAIT | nosig) }
-        });
-        let r = match io {
-            Io::Done(_) if failed => return Some(sent as isize),
-            Io::Done(r) => r,
-            Io::Blocking if sent == 0 => return None,
-            Io::Blocking => return Some(sent as isize),
-        };
-        if r < 0 {
-            return Some(if sent > 0 { sent as isize } else { -1 });
-        }
-        sent += r as usize;
-        if sent >= total || r == 0 || user_nonblocking(fd, e) {
-            return Some(sent as isize);
-        }
-    }
+        // SAFETY: the caller's sendmsg contract.
+        Some(unsafe { real::sendmsg(fd, &m, flags | libc::MSG_DONTWAIT | nosignal_after(sent)) })
+    });
+    sent_result(written)
 }
 
 fn recvmmsg_parking(

@@ -147,20 +147,12 @@ pub unsafe extern "C" fn accept4(
     r
 }
 
+/// `accept` is `accept4` without flags (the kernel's two calls differ in
+/// nothing else).
 #[no_mangle]
 pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
-    let r = match in_coroutine()
-        .then(|| accept_parking(fd, addr, len, 0))
-        .flatten()
-    {
-        Some(r) => r,
-        // SAFETY: the caller's accept contract.
-        None => unsafe { real::accept(fd, addr, len) },
-    };
-    if r >= 0 {
-        note_new_socket(r, false, listener_timeouts(fd));
-    }
-    r
+    // SAFETY: the caller's accept contract.
+    unsafe { accept4(fd, addr, len, 0) }
 }
 
 #[no_mangle]
@@ -230,11 +222,8 @@ pub unsafe extern "C" fn setsockopt(
         if !val.is_null() && len as usize >= std::mem::size_of::<libc::timeval>() {
             // SAFETY: the kernel just read a timeval from it.
             let tv = unsafe { std::ptr::read_unaligned(val as *const libc::timeval) };
-            let slot = match dir {
-                Dir::Read => &e.rcv_timeo,
-                Dir::Write => &e.snd_timeo,
-            };
-            slot.store(super::timeval_ns(&tv), Ordering::Relaxed);
+            e.timeo(dir)
+                .store(super::timeval_ns(&tv), Ordering::Relaxed);
         }
     }
     r
@@ -252,35 +241,26 @@ pub unsafe extern "C" fn getsockopt(
     unsafe { real::getsockopt(fd, level, name, val, len) }
 }
 
-/// Sets or clears O_NONBLOCK with the raw syscall; returns the old flags.
-fn set_nonblock_raw(fd: c_int, on: bool) -> Option<c_int> {
-    // SAFETY: raw fcntl on the caller's fd, no memory involved.
-    let fl = unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_GETFL) } as c_int;
-    if fl < 0 {
-        return None;
-    }
-    let nfl = if on {
-        fl | libc::O_NONBLOCK
-    } else {
-        fl & !libc::O_NONBLOCK
-    };
-    if nfl != fl {
-        // SAFETY: as above.
-        unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_SETFL, nfl) };
-    }
-    Some(fl)
+/// Sets or clears O_NONBLOCK with one raw FIONBIO (the hook would record it
+/// as the program's wish). Returns false if the kernel refused.
+fn set_nonblock_raw(fd: c_int, on: bool) -> bool {
+    let v: c_int = on.into();
+    // SAFETY: FIONBIO reads an int from a live local.
+    unsafe { libc::syscall(libc::SYS_ioctl, fd, libc::FIONBIO, &v as *const c_int) == 0 }
 }
 
 /// One connect attempt with O_NONBLOCK set for the duration of the call.
+/// Only made on an fd the program keeps blocking (checked by the caller),
+/// so clearing the flag afterwards restores it: two syscalls around the
+/// connect, not a read of the flags and two writes.
 fn connect_nonblocking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<(c_int, c_int)> {
-    let old = set_nonblock_raw(fd, true)?;
+    if !set_nonblock_raw(fd, true) {
+        return None;
+    }
     // SAFETY: the caller's connect contract.
     let r = unsafe { real::connect(fd, addr, len) };
     let err = errno();
-    if old & libc::O_NONBLOCK == 0 {
-        // SAFETY: restoring the flags read above.
-        unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_SETFL, old) };
-    }
+    set_nonblock_raw(fd, false);
     Some((r, err))
 }
 

@@ -143,18 +143,21 @@ fn start_helper() -> bool {
     .is_ok()
 }
 
-/// Runs `f` on a helper thread while the calling coroutine parks; outside
-/// a coroutine (or if no helper can start) runs it inline.
+/// Runs `f` (a libc call) on a helper thread while the calling coroutine
+/// parks, and returns its result with the errno it left, set on the
+/// calling thread; outside a coroutine (or if no helper can start) runs it
+/// inline.
 pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
     if !in_coroutine() || BROKEN.load(Ordering::Relaxed) {
         return f();
     }
-    let mut out: Option<R> = None;
-    let out_ptr = SendPtr(&mut out as *mut Option<R>);
+    let mut out: Option<(R, i32)> = None;
+    let out_ptr = SendPtr(&mut out as *mut Option<(R, i32)>);
     let body: Box<dyn FnOnce() + Send + 'a> = Box::new(move || {
         let p = out_ptr;
+        let r = f();
         // SAFETY: `out` outlives the job (see the function's protocol).
-        unsafe { *p.0 = Some(f()) };
+        unsafe { *p.0 = Some((r, crate::sys::errno())) };
     });
     // SAFETY: erasing the lifetime is sound because this function does not
     // return before the closure has run to completion (DONE) or has been
@@ -217,16 +220,27 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
             _ => {}
         }
     }
-    out.expect("the blocking job ran")
+    let (r, e) = out.expect("the blocking job ran");
+    crate::sys::set_errno(e);
+    r
 }
 
-struct SendPtr<T>(*mut T);
+/// A raw pointer that may cross to a helper thread: the coroutine that owns
+/// what it points at stays parked until the job is done with it (the
+/// protocol of `run_blocking`), so it is used by one thread at a time.
+pub struct SendPtr<T>(pub *mut T);
 impl<T> Clone for SendPtr<T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 impl<T> Copy for SendPtr<T> {}
-// SAFETY: the pointer is only dereferenced by the one thread that runs the
-// job, while the owner waits for it.
+// SAFETY: see the type's comment.
 unsafe impl<T> Send for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so a closure captures the whole wrapper).
+    pub fn get(self) -> *mut T {
+        self.0
+    }
+}

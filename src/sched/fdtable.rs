@@ -65,6 +65,16 @@ pub struct Waiters {
     pub registered: u32,
 }
 
+impl Waiters {
+    /// The waiters of one direction.
+    pub fn list(&mut self, dir: Dir) -> &mut Vec<Waiter> {
+        match dir {
+            Dir::Read => &mut self.readers,
+            Dir::Write => &mut self.writers,
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct FdEntry {
     pub gen: AtomicU32,
@@ -96,6 +106,14 @@ impl FdEntry {
         match dir {
             Dir::Read => &self.read_seq,
             Dir::Write => &self.write_seq,
+        }
+    }
+
+    /// SO_RCVTIMEO (reads) or SO_SNDTIMEO (writes), as recorded.
+    pub fn timeo(&self, dir: Dir) -> &AtomicU64 {
+        match dir {
+            Dir::Read => &self.rcv_timeo,
+            Dir::Write => &self.snd_timeo,
         }
     }
 

@@ -156,6 +156,47 @@ pub fn park(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Wok
     woken
 }
 
+/// What `enlist` did.
+enum Enlist {
+    /// The waiter is on the fd's list.
+    Waiting,
+    /// The fd's readiness moved past the caller's snapshot: retry now.
+    Changed,
+    /// The fd was closed or replaced since the snapshot.
+    Closed,
+    /// epoll refuses the fd (a regular file); errno given.
+    NotPollable(i32),
+}
+
+/// Puts `w` on `fd`'s waiter list for `dir`, unless the fd changed since
+/// the caller's snapshot. The check is made under the waiter lock, which
+/// the netpoller takes to wake waiters after moving the sequence, so an
+/// edge between the snapshot and the park is never lost. The first waiter
+/// registers the fd with this worker's epoll; stale waiters are pruned.
+fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w: Waiter) -> Enlist {
+    use std::sync::atomic::Ordering::Acquire;
+    let mut g = fdtable::lock(&e.waiters);
+    let gen = e.gen.load(Acquire);
+    if gen != seen.gen {
+        return Enlist::Closed;
+    }
+    if e.seq(dir).load(Acquire) != seen.seq {
+        return Enlist::Changed;
+    }
+    if g.registered != gen.wrapping_add(1) {
+        let worker = current_worker().expect("coroutines run on workers");
+        let data = (fd as u32 as u64) | ((gen as u64) << 32);
+        if let Err(err) = worker.epoll().register(fd, data) {
+            return Enlist::NotPollable(err);
+        }
+        g.registered = gen.wrapping_add(1);
+    }
+    let list = g.list(dir);
+    list.retain(|x| x.is_live());
+    list.push(w);
+    Enlist::Waiting
+}
+
 /// Parks until `fd` may be ready for `dir`, given what the caller saw
 /// before its attempt that returned EAGAIN.
 pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>) -> FdWait {
@@ -168,34 +209,21 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
     let mut my_token = 0;
     let woken = park(
         |w| {
-            let mut g = fdtable::lock(&e.waiters);
-            let gen = e.gen.load(std::sync::atomic::Ordering::Acquire);
-            if gen != seen.gen {
-                outcome = FdWait::Closed;
-                return false;
-            }
-            if e.seq(dir).load(std::sync::atomic::Ordering::Acquire) != seen.seq {
-                return false;
-            }
-            if g.registered != gen.wrapping_add(1) {
-                let worker = current_worker().expect("coroutines run on workers");
-                let data = (fd as u32 as u64) | ((gen as u64) << 32);
-                if let Err(err) = worker.epoll().register(fd, data) {
-                    outcome = FdWait::NotPollable(err);
-                    return false;
-                }
-                g.registered = gen.wrapping_add(1);
-            }
             if let Waiter::Task { token, .. } = &w {
                 my_token = *token;
             }
-            let list = match dir {
-                Dir::Read => &mut g.readers,
-                Dir::Write => &mut g.writers,
-            };
-            list.retain(|x| x.is_live());
-            list.push(w);
-            true
+            match enlist(fd, e, dir, seen, w) {
+                Enlist::Waiting => true,
+                Enlist::Changed => false,
+                Enlist::Closed => {
+                    outcome = FdWait::Closed;
+                    false
+                }
+                Enlist::NotPollable(err) => {
+                    outcome = FdWait::NotPollable(err);
+                    false
+                }
+            }
         },
         deadline,
     );
@@ -206,12 +234,9 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
         return FdWait::Closed;
     }
     if woken == Woken::TimedOut {
-        let mut g = fdtable::lock(&e.waiters);
-        let list = match dir {
-            Dir::Read => &mut g.readers,
-            Dir::Write => &mut g.writers,
-        };
-        list.retain(|x| !x.is_park(my_id, my_token));
+        fdtable::lock(&e.waiters)
+            .list(dir)
+            .retain(|x| !x.is_park(my_id, my_token));
         return FdWait::TimedOut;
     }
     FdWait::Ready
@@ -230,33 +255,14 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
 /// readiness themselves; `Woken::NotParked` means something changed before
 /// the park.
 pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64>) -> Woken {
-    use std::sync::atomic::Ordering::Acquire;
     park(
         |w| {
-            let worker = current_worker().expect("coroutines run on workers");
             for &(fd, dir, seen) in waits {
-                let e = match fdtable::get(fd) {
-                    Some(e) => e,
-                    None => continue,
-                };
-                let mut g = fdtable::lock(&e.waiters);
-                let gen = e.gen.load(Acquire);
-                if gen != seen.gen || e.seq(dir).load(Acquire) != seen.seq {
-                    return false;
+                let Some(e) = fdtable::get(fd) else { continue };
+                match enlist(fd, e, dir, seen, w.clone()) {
+                    Enlist::Waiting | Enlist::NotPollable(_) => {}
+                    Enlist::Changed | Enlist::Closed => return false,
                 }
-                if g.registered != gen.wrapping_add(1) {
-                    let data = (fd as u32 as u64) | ((gen as u64) << 32);
-                    if worker.epoll().register(fd, data).is_err() {
-                        continue;
-                    }
-                    g.registered = gen.wrapping_add(1);
-                }
-                let list = match dir {
-                    Dir::Read => &mut g.readers,
-                    Dir::Write => &mut g.writers,
-                };
-                list.retain(|x| x.is_live());
-                list.push(w.clone());
             }
             true
         },

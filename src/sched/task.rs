@@ -61,6 +61,16 @@ pub enum Entry {
     Rust(Box<dyn FnOnce() -> *mut c_void>),
 }
 
+impl Entry {
+    /// The C start routine's address, for the watchdog (0 for Rust code).
+    pub fn start_addr(&self) -> usize {
+        match self {
+            Entry::C { f, .. } => *f as usize,
+            Entry::Rust(_) => 0,
+        }
+    }
+}
+
 /// Completion and joining.
 #[derive(Default)]
 pub struct JoinState {
@@ -117,10 +127,7 @@ pub fn created() -> u64 {
 
 impl Task {
     pub fn new(entry: Entry, stack_size: usize) -> TaskRef {
-        let start_addr = match &entry {
-            Entry::C { f, .. } => *f as usize,
-            Entry::Rust(_) => 0,
-        };
+        let start_addr = entry.start_addr();
         Task::with_start_addr(entry, stack_size, start_addr)
     }
 

@@ -105,12 +105,10 @@ real_fns! {
     fn sendto(fd: c_int, buf: *const v, n: size_t, flags: c_int, addr: *const sockaddr, len: socklen_t) -> ssize_t;
     fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t;
     fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t;
-    fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
     fn accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int;
     fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int;
     fn socket(domain: c_int, ty: c_int, proto: c_int) -> c_int;
     fn socketpair(domain: c_int, ty: c_int, proto: c_int, sv: *mut c_int) -> c_int;
-    fn pipe(fds: *mut c_int) -> c_int;
     fn pipe2(fds: *mut c_int, flags: c_int) -> c_int;
     fn close(fd: c_int) -> c_int;
     fn shutdown(fd: c_int, how: c_int) -> c_int;
