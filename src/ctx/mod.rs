@@ -5,6 +5,7 @@
 pub mod coroutine;
 pub mod overflow;
 pub mod stack;
+pub mod tls;
 
 pub use coroutine::{Coroutine, Resumed, Yielder};
 pub use stack::{GuardedStack, StackPool};

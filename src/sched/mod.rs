@@ -10,6 +10,7 @@
 pub mod blocking;
 pub mod fdtable;
 pub mod fork;
+pub mod identity;
 pub mod park;
 pub mod run_queue;
 pub mod sync;

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::ctx::{Coroutine, GuardedStack, Yielder};
 
+use super::identity::Identity;
 use super::waiter::Waiter;
 
 pub type TaskRef = Arc<Task>;
@@ -107,6 +108,9 @@ pub struct Task {
     pub ext: UnsafeCell<Option<TaskExtension>>,
     /// Name of the start routine, for the watchdog (address of `f`).
     pub start_addr: usize,
+    /// What makes it a thread: thread pointer, signal mask and pending
+    /// signals, cancellation state (`identity.rs`).
+    pub ident: Identity,
 }
 
 // SAFETY: the fields that are not thread-safe (`entry`, `coro`, `yielder`,
@@ -148,6 +152,7 @@ impl Task {
             join: Mutex::new(JoinState::default()),
             ext: UnsafeCell::new(None),
             start_addr,
+            ident: Identity::default(),
         })
     }
 

@@ -1,0 +1,55 @@
+//! What makes a coroutine a thread to the program: its thread pointer (own
+//! TLS and glibc descriptor), its signal mask and pending signals, and its
+//! cancellation state. All of it lives here, in the task, in one place:
+//!
+//! - `ctx::tls` builds and switches the thread pointer; the scheduler
+//!   installs it around each resume of the task;
+//! - the signal hooks read and write `sigmask` and `pending` (a bit per
+//!   signal, bit `sig - 1`, as the kernel's 64-bit sigset);
+//! - the pthread hooks read and write `cancel`.
+//!
+//! The atomics may be touched from any thread and from signal handlers
+//! (they never lock or allocate); `tls` is only touched by the home worker.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::ctx::tls::ThreadBlock;
+
+/// `cancel` bits.
+pub mod cancel {
+    /// pthread_setcancelstate(PTHREAD_CANCEL_DISABLE).
+    pub const DISABLED: u32 = 1;
+    /// pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS).
+    pub const ASYNC: u32 = 2;
+    /// pthread_cancel was called.
+    pub const REQUESTED: u32 = 4;
+    /// The cancellation is being acted upon (unwinding): never again.
+    pub const ACTING: u32 = 8;
+    /// A thread made by pthread_create (cancellable, runs TLS destructors
+    /// at its end); corun_spawn tasks are not.
+    pub const PTHREAD: u32 = 16;
+}
+
+#[derive(Default)]
+pub struct Identity {
+    /// The coroutine's own thread pointer, when it has one (pthread_create
+    /// threads, once `ctx::tls` is available); `None`: it runs with its
+    /// worker's thread pointer (main, corun_spawn tasks).
+    pub tls: Cell<Option<ThreadBlock>>,
+    /// Signals this thread blocks (bit `sig - 1`).
+    pub sigmask: AtomicU64,
+    /// Signals pending for this thread (bit `sig - 1`).
+    pub pending: AtomicU64,
+    /// `cancel::*` bits.
+    pub cancel: AtomicU32,
+}
+
+impl Identity {
+    /// Whether a cancellation request should act at a cancellation point.
+    #[inline]
+    pub fn cancel_due(&self) -> bool {
+        let c = self.cancel.load(Ordering::Acquire);
+        c & (cancel::REQUESTED | cancel::DISABLED | cancel::ACTING) == cancel::REQUESTED
+    }
+}
