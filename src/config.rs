@@ -30,6 +30,8 @@ pub struct Config {
     pub stats: bool,
     pub blocking_threads: usize,
     pub stall_ms: u64,
+    /// Threads made by pthread_create get TLS of their own (CORUN_TLS).
+    pub own_tls: bool,
 }
 
 impl Config {
@@ -102,7 +104,17 @@ impl Config {
                 }
             },
         };
+        let own_tls = match s("CORUN_TLS")?.as_deref() {
+            None | Some("thread") => true,
+            Some("worker") => false,
+            Some(v) => {
+                return Err(format!(
+                    "CORUN_TLS={v:?} is not a TLS mode; use thread (each thread its own) or worker (shared per worker)"
+                ))
+            }
+        };
         Ok(Config {
+            own_tls,
             workers,
             stack_size,
             threads,

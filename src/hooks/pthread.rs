@@ -506,6 +506,12 @@ unsafe fn explicit_stack_size(attr: *const pthread_attr_t) -> Option<usize> {
 /// The end of a coroutine thread's life, in the coroutine: key destructors,
 /// then the table learns it finished (a detached thread leaves it).
 fn thread_end() {
+    // glibc's order at thread exit: C++ thread_local destructors, then
+    // the keys' (only for a thread with TLS of its own: the worker's list
+    // is the worker's).
+    if current().is_some_and(|t| t.ident.tp.get() != 0) {
+        crate::ctx::tls::run_thread_dtors();
+    }
     run_key_destructors();
     let Some(rec) = self_rec() else { return };
     let created = with_local(|l| l.created).unwrap_or(false);
@@ -580,7 +586,7 @@ pub unsafe extern "C" fn pthread_create(
         r
     }));
     LIVE.fetch_add(1, Ordering::AcqRel);
-    let task = match sched::spawn_at(entry, stack, start as usize) {
+    let task = match sched::spawn_thread(entry, stack, start as usize) {
         Ok(t) => t,
         Err(_) => {
             // No stack could be had (memory, or the mappings limit): what

@@ -11,8 +11,8 @@
 //! The atomics may be touched from any thread and from signal handlers
 //! (they never lock or allocate); `tls` is only touched by the home worker.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::ctx::tls::ThreadBlock;
 
@@ -37,12 +37,66 @@ pub struct Identity {
     /// threads, once `ctx::tls` is available); `None`: it runs with its
     /// worker's thread pointer (main, corun_spawn tasks).
     pub tls: Cell<Option<ThreadBlock>>,
+    /// That block's thread pointer (0: none), read at every resume.
+    pub tp: Cell<usize>,
+    /// A thread made by `pthread_create`: gets its own TLS when it first
+    /// runs (corun_spawn tasks keep the cheap shared path).
+    pub own_tls: Cell<bool>,
     /// Signals this thread blocks (bit `sig - 1`).
     pub sigmask: AtomicU64,
     /// Signals pending for this thread (bit `sig - 1`).
     pub pending: AtomicU64,
     /// `cancel::*` bits.
     pub cancel: AtomicU32,
+    /// Parked (or about to park) at a cancellation point.
+    pub at_cancel_point: AtomicBool,
+    /// Top of the thread's chain of C cleanup buffers
+    /// (`__pthread_register_cancel`, what C's `pthread_cleanup_push`
+    /// makes), 0 when empty.
+    pub cleanup: Cell<usize>,
+    /// A stack address just above the frames of the thread's start
+    /// routine: where an exit's unwinding stops (0: not a pthread).
+    pub entry_limit: Cell<usize>,
+    /// The value `pthread_exit` (or a cancellation) ends the thread with.
+    pub exit_value: Cell<usize>,
+    /// The exception object of the thread's exit unwinding (it must outlive
+    /// the frames the unwinder discards, as glibc keeps it in the thread
+    /// descriptor).
+    pub unwind: UnsafeCell<UnwindException>,
+}
+
+/// `struct _Unwind_Exception` (unwind.h), 16-byte aligned on x86_64.
+#[repr(C, align(16))]
+#[derive(Default)]
+pub struct UnwindException {
+    pub class: u64,
+    pub cleanup: usize,
+    pub private: [usize; 2],
+}
+
+/// Called at a cancellation point when a cancellation is due; never
+/// returns (the hooks layer installs it: it unwinds the thread).
+static CANCEL_ACT: std::sync::OnceLock<fn() -> !> = std::sync::OnceLock::new();
+
+/// Installs what acting on a cancellation does.
+pub fn set_cancel_action(f: fn() -> !) {
+    let _ = CANCEL_ACT.set(f);
+}
+
+/// At a cancellation point: acts on a due cancellation (never returns then).
+#[inline]
+pub fn cancel_point(ident: &Identity) {
+    if ident.cancel_due() {
+        act_on_cancel(ident);
+    }
+}
+
+#[cold]
+fn act_on_cancel(ident: &Identity) {
+    if let Some(f) = CANCEL_ACT.get() {
+        ident.cancel.fetch_or(cancel::ACTING, Ordering::AcqRel);
+        f()
+    }
 }
 
 impl Identity {

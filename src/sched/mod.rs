@@ -21,12 +21,13 @@ pub mod watchdog;
 pub mod worker;
 
 pub use park::{
-    current, current_id, current_ref, current_stack, exit_current, in_coroutine, park,
-    park_until_any_ready, park_until_ready, sleep_until, yield_now, FdWait, Woken,
+    current, current_id, current_ref, current_stack, exit_current, in_coroutine,
+    interrupt_cancelable, park, park_cancelable, park_until_any_ready, park_until_ready,
+    sleep_until, yield_now, FdWait, Woken,
 };
 pub use task::{Entry, Task, TaskRef};
 pub use waiter::{ThreadParker, Waiter};
-pub use worker::{runtime, spawn, spawn_at};
+pub use worker::{runtime, spawn, spawn_thread};
 
 /// Why a join failed.
 #[derive(Debug, PartialEq, Eq)]

@@ -16,6 +16,7 @@
 //! meanwhile (by Rust std, or a signal handler) passes straight through
 //! instead of re-entering the scheduler.
 
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::Arc;
 
 use super::fdtable::{self, Dir, Snapshot};
@@ -121,7 +122,32 @@ fn suspend(t: &Task) {
 /// deadline (monotonic ns) a timer wakes the coroutine too. Must be called
 /// from a coroutine.
 pub fn park(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Woken {
+    park_as(register, deadline, false)
+}
+
+/// `park` at a cancellation point (a join, a condition wait, a semaphore
+/// wait; every fd wait and sleep below is one too): a due cancellation acts
+/// before the park and when it ends, and `pthread_cancel` wakes it.
+pub fn park_cancelable(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Woken {
+    park_as(register, deadline, true)
+}
+
+fn park_as(
+    register: impl FnOnce(Waiter) -> bool,
+    deadline: Option<u64>,
+    cancelable: bool,
+) -> Woken {
     let task = current_ref().expect("park outside a coroutine");
+    if cancelable {
+        // Announce, then check: `pthread_cancel` sets its request, then
+        // looks at the flag (both SeqCst), so either it wakes this park or
+        // this check sees the request.
+        task.ident.at_cancel_point.store(true, SeqCst);
+        if task.ident.cancel_due() {
+            task.ident.at_cancel_point.store(false, Relaxed);
+            cancel_now(task);
+        }
+    }
     let tp = Arc::as_ptr(&task);
     let token = task.begin_park();
     set_current(std::ptr::null());
@@ -153,7 +179,42 @@ pub fn park(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Wok
         None => Woken::Event,
     };
     set_current(tp);
+    if cancelable {
+        task.ident.at_cancel_point.store(false, Relaxed);
+        if task.ident.cancel_due() {
+            // Whatever the wait registered holds a spent token: harmless.
+            cancel_now(task);
+        }
+    }
     woken
+}
+
+/// Acts on the running task's due cancellation; never returns. The count
+/// this frame holds is given back first: the unwinding abandons the frame.
+#[cold]
+fn cancel_now(task: TaskRef) -> ! {
+    drop(task);
+    if let Some(t) = current() {
+        super::identity::cancel_point(&t.ident);
+    }
+    crate::sys::raw_stderr(b"corun: a cancellation with nothing to act on it\n");
+    // SAFETY: abort never returns.
+    unsafe { libc::abort() }
+}
+
+/// Wakes `t` if it is parked at a cancellation point (`pthread_cancel`):
+/// its park ends as if its event came, and the park acts on the request.
+pub fn interrupt_cancelable(t: &TaskRef) {
+    if !t.ident.at_cancel_point.load(SeqCst) {
+        return;
+    }
+    if let Some(token) = t.current_park() {
+        Waiter::Task {
+            task: t.clone(),
+            token,
+        }
+        .wake();
+    }
 }
 
 /// What `enlist` did.
@@ -207,7 +268,7 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
     let mut outcome = FdWait::Ready;
     let my_id = current_id();
     let mut my_token = 0;
-    let woken = park(
+    let woken = park_cancelable(
         |w| {
             if let Waiter::Task { token, .. } = &w {
                 my_token = *token;
@@ -255,7 +316,7 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
 /// readiness themselves; `Woken::NotParked` means something changed before
 /// the park.
 pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64>) -> Woken {
-    park(
+    park_cancelable(
         |w| {
             for &(fd, dir, seen) in waits {
                 let Some(e) = fdtable::get(fd) else { continue };
@@ -273,7 +334,7 @@ pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64
 /// Sleeps until the monotonic time `deadline` (ns).
 pub fn sleep_until(deadline: u64) {
     while crate::sys::now_ns() < deadline {
-        park(|_| true, Some(deadline));
+        park_cancelable(|_| true, Some(deadline));
     }
 }
 

@@ -258,6 +258,12 @@ impl Task {
         }
     }
 
+    /// The token of the park in progress, if the task is parking or parked.
+    pub fn current_park(&self) -> Option<u64> {
+        let w = self.state.load(Ordering::Acquire);
+        matches!(w & STATE_MASK, RUNNING | PARKED).then_some(w >> 3)
+    }
+
     /// Whether a park with `token` is still waiting.
     #[inline]
     pub fn park_is_current(&self, token: u64) -> bool {

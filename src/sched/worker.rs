@@ -42,7 +42,7 @@ use std::sync::{Arc, OnceLock};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker as Deque};
 
-use crate::ctx::{overflow, Coroutine, Resumed, StackPool, Yielder};
+use crate::ctx::{overflow, tls, Coroutine, Resumed, StackPool, Yielder};
 use crate::sys::epoll::{Epoll, EventFd};
 
 use super::fdtable;
@@ -102,6 +102,9 @@ struct Local {
     stacks: RefCell<StackPool>,
     epoll: Cell<Epoll>,
     tick: Cell<u64>,
+    /// The thread pointer of the worker's own thread (glibc's), put back
+    /// after running a coroutine that has its own.
+    tp: Cell<usize>,
     /// Monotonic time read at the last poll: switches stamp `running_since`
     /// with it instead of reading the clock each time (a vDSO clock read
     /// was 20% of a yield round trip).
@@ -223,6 +226,7 @@ impl Worker {
                 stacks: RefCell::new(StackPool::new()),
                 epoll: Cell::new(epoll),
                 tick: Cell::new(0),
+                tp: Cell::new(0),
                 clock: Cell::new(crate::sys::now_ns()),
             },
         });
@@ -247,6 +251,7 @@ impl Worker {
     /// Makes this thread drive the worker (sets thread-locals).
     fn attach(&'static self) {
         WORKER.set(self);
+        self.local.tp.set(tls::thread_pointer());
         self.tid.store(crate::sys::gettid(), Ordering::Relaxed);
         overflow::install_altstack();
     }
@@ -447,11 +452,34 @@ impl Worker {
                     }
                 },
             };
+            if t.ident.own_tls.get() && t.ident.tp.get() == 0 {
+                match tls::ThreadBlock::new(self.tid.load(Ordering::Relaxed)) {
+                    Some(b) => {
+                        t.ident.tp.set(b.tp());
+                        t.ident.tls.set(Some(b));
+                    }
+                    None => crate::sys::raw_stderr(
+                        b"corun: no TLS block could be made; this thread shares its worker's\n",
+                    ),
+                }
+            }
+            let wp: *const Worker = self;
+            let (guard, top) = (stack.guard_range(), stack.top());
             *coro = Some(Coroutine::new(stack, move |y: &Yielder| {
                 // SAFETY: the scheduler holds a TaskRef while the task runs,
                 // and the body only runs while the task runs.
                 let task = unsafe { &*tp };
                 task.yielder.set(y);
+                if task.ident.tp.get() != 0 {
+                    // On the coroutine's own thread pointer: the runtime's
+                    // thread-locals read here are this coroutine's copies,
+                    // set once (it never changes worker, and its stack
+                    // never moves); then libc's per-thread state.
+                    WORKER.set(wp);
+                    CURRENT.set(tp);
+                    overflow::set_running(task.id, guard, top);
+                    tls::start_thread();
+                }
                 // SAFETY: `entry` is only touched on the home worker, here.
                 let entry = unsafe { (*task.entry.get()).take() };
                 let r = match entry {
@@ -472,7 +500,12 @@ impl Worker {
         self.running_since
             .store(self.local.clock.get(), Ordering::Relaxed);
         CURRENT.set(tp);
-        let r = co.resume();
+        let own_tp = t.ident.tp.get();
+        let r = if own_tp != 0 {
+            resume_as(co, own_tp, self.local.tp.get())
+        } else {
+            co.resume()
+        };
         CURRENT.set(std::ptr::null());
         self.running_id.store(0, Ordering::Relaxed);
         overflow::clear_running();
@@ -502,6 +535,10 @@ impl Worker {
 
     fn finish(&self, t: TaskRef, failed: bool) {
         super::fork::task_ended(t.id);
+        t.ident.tp.set(0);
+        if let Some(b) = t.ident.tls.take() {
+            b.release();
+        }
         // SAFETY: the task no longer runs; only its home worker touches `coro`.
         if let Some(c) = unsafe { (*t.coro.get()).take() } {
             self.put_stack(c.into_stack());
@@ -670,6 +707,21 @@ impl Worker {
     }
 }
 
+/// Resumes `co` with its own thread pointer `tp` installed, then puts the
+/// worker's (`home`) back. Kept out of line and free of TLS accesses: the
+/// compiler treats the thread pointer as constant within a function, so a
+/// TLS address computed here could belong to the wrong thread.
+#[inline(never)]
+fn resume_as(co: &mut Coroutine, tp: usize, home: usize) -> Resumed {
+    // SAFETY: `tp` is the coroutine's live block; nothing below uses TLS
+    // until `home`, this thread's own, is back.
+    unsafe { tls::set_thread_pointer(tp) };
+    let r = co.resume();
+    // SAFETY: as above.
+    unsafe { tls::set_thread_pointer(home) };
+    r
+}
+
 /// In a forked child: the runtime keeps only the calling worker.
 pub(super) fn reset_after_fork(me: &'static Worker) -> std::io::Result<()> {
     let rt = runtime().expect("a forking coroutine runs in the runtime");
@@ -730,7 +782,13 @@ fn wake_one(rt: &Runtime) {
 /// Makes a new task and places it; fails (errno) when no stack can be had.
 pub fn spawn(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
     let start_addr = entry.start_addr();
-    spawn_at(entry, stack_size, start_addr)
+    spawn_at(entry, stack_size, start_addr, false)
+}
+
+/// Spawns a thread (`pthread_create`): like `spawn`, and the task gets TLS
+/// and a glibc descriptor of its own when it first runs (`ctx::tls`).
+pub fn spawn_thread(entry: Entry, stack_size: usize, start_addr: usize) -> Result<TaskRef, i32> {
+    spawn_at(entry, stack_size, start_addr, true)
 }
 
 /// Gives a new task its stack now, so that a spawn fails (with the errno a
@@ -749,9 +807,15 @@ fn reserve_stack(t: &Task, me: Option<&Worker>) -> Result<(), i32> {
 
 /// `spawn`, naming the start routine for the watchdog (`pthread_create`
 /// wraps the program's routine in a Rust entry).
-pub fn spawn_at(entry: Entry, stack_size: usize, start_addr: usize) -> Result<TaskRef, i32> {
+fn spawn_at(
+    entry: Entry,
+    stack_size: usize,
+    start_addr: usize,
+    thread: bool,
+) -> Result<TaskRef, i32> {
     let rt = runtime().ok_or(libc::EAGAIN)?;
     let t = Task::with_start_addr(entry, stack_size, start_addr);
+    t.ident.own_tls.set(thread && tls::available());
     let me = current_worker();
     reserve_stack(&t, me)?;
     // Least loaded worker; ties go to the spawner's own. A worker held by
@@ -833,6 +897,9 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static Runtime>
         return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
     }
     let rt = runtime().expect("just set");
+    if rt.config.own_tls {
+        tls::init();
+    }
     overflow::install_handler();
     rt.workers[0].started.store(true, Ordering::Release);
     rt.workers[0].attach();
