@@ -102,6 +102,7 @@ pub unsafe extern "C" fn corun_join(co: *mut c_void, result: *mut *mut c_void) -
         }
         Err(JoinError::Deadlock) => libc::EDEADLK,
         Err(JoinError::Claimed) => libc::ESRCH,
+        Err(JoinError::Cancelled) => libc::ECANCELED,
     }
 }
 

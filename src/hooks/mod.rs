@@ -18,6 +18,7 @@
 //! | `signal.rs`   | sigwait, sigwaitinfo, sigtimedwait, sigsuspend, pause, sched_yield |
 //! | `dns.rs`      | getaddrinfo, getnameinfo, gethostbyname(2)(_r), gethostbyaddr |
 //! | `start.rs`    | __libc_start_main |
+//! | `cancel.rs`   | pthread_cancel, pthread_setcancelstate, pthread_setcanceltype, pthread_testcancel, __pthread_register_cancel(_defer), __pthread_unregister_cancel(_restore), __pthread_unwind_next |
 //!
 //! Every hook begins with the same test: is the caller a coroutine? If not
 //! (the runtime is not up, a native thread, runtime code itself, an atexit
@@ -52,6 +53,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub mod cancel;
 pub mod dns;
 pub mod epoll;
 pub mod fdctl;

@@ -26,12 +26,13 @@
 //! thread's calls about itself need no lookup.
 //!
 //! **Ending.** When the start routine returns, or the thread calls
-//! `pthread_exit` at any depth, the thread runs its key destructors (in the
-//! coroutine, so they may block), then either returns or asks the scheduler
-//! to abandon its frames (`sched::exit_current`: C frames are not unwound,
-//! so `pthread_cleanup_push` handlers do not run on `pthread_exit`). When
-//! `main` calls `pthread_exit`, it waits for every thread to end and the
-//! process exits with status 0, as POSIX says.
+//! `pthread_exit` at any depth, the thread runs its C++ `thread_local`
+//! destructors and key destructors (in the coroutine, so they may block).
+//! `pthread_exit` (and a cancellation) first unwinds the frames as glibc
+//! does (cancel.rs: C++ destructors, `pthread_cleanup_push` handlers); what
+//! cannot be unwound is abandoned (`sched::exit_current`). When `main`
+//! calls `pthread_exit`, it waits for every thread to end and the process
+//! exits with status 0, as POSIX says.
 //!
 //! **Thread-specific data.** Keys are glibc's own (created with the real
 //! `pthread_key_create`, so native threads keep using glibc's storage and
@@ -40,10 +41,7 @@
 //! NULL. `main` keeps using the main thread's storage: it is pinned to
 //! worker 0, which is the main thread.
 //!
-//! **Cancellation** of a coroutine is not supported: `pthread_cancel`
-//! returns ENOTSUP and prints one warning (deferred cancellation would
-//! need every blocking hook to be a cancellation point and cleanup handlers
-//! to be unwound; see README).
+//! **Cancellation**: deferred, in cancel.rs.
 //!
 //! **Signals.** `pthread_kill` and `pthread_sigqueue` on a coroutine send
 //! the signal to the worker thread the coroutine lives on; signal 0 tests
@@ -61,7 +59,6 @@ use crate::config::ThreadMode;
 use crate::sched::fdtable::lock;
 use crate::sched::sync::{self, Deadline, WaitResult};
 use crate::sched::{self, current, current_id, current_ref, in_coroutine, JoinError, TaskRef};
-use crate::sys::raw_stderr;
 
 mod real {
     use libc::{
@@ -86,7 +83,6 @@ mod real {
         fn pthread_setschedparam(t: pthread_t, policy: c_int, p: *const libc::sched_param) -> c_int;
         fn pthread_getschedparam(t: pthread_t, policy: *mut c_int, p: *mut libc::sched_param) -> c_int;
         fn pthread_setschedprio(t: pthread_t, prio: c_int) -> c_int;
-        fn pthread_cancel(t: pthread_t) -> c_int;
         fn pthread_key_create(k: *mut pthread_key_t, d: Option<unsafe extern "C" fn(*mut c_void)>) -> c_int;
         fn pthread_key_delete(k: pthread_key_t) -> c_int;
         fn pthread_getspecific(k: pthread_key_t) -> *mut c_void;
@@ -581,6 +577,14 @@ pub unsafe extern "C" fn pthread_create(
                 }) as Box<dyn Any>)
             };
         }
+        if let Some(me) = current() {
+            // Where pthread_exit's unwinding stops: this frame is above
+            // every frame of the start routine.
+            let marker = 0u8;
+            me.ident
+                .entry_limit
+                .set(std::hint::black_box(&marker) as *const u8 as usize);
+        }
         let r = start(arg as *mut c_void);
         thread_end();
         r
@@ -631,8 +635,27 @@ pub unsafe extern "C" fn pthread_exit(value: *mut c_void) -> ! {
     if t.id == MAIN_ID {
         main_exit();
     }
+    super::cancel::unwind_exit(value as usize)
+}
+
+/// Ends the running coroutine thread with `value` without unwinding
+/// (what is left of its frames is abandoned): destructors, then the end.
+pub(super) fn end_without_unwind(value: usize) -> ! {
+    if current_id() == MAIN_ID {
+        main_exit();
+    }
     thread_end();
-    sched::exit_current(value as usize)
+    sched::exit_current(value)
+}
+
+/// The coroutine thread behind a handle, if it is one and still exists.
+pub(super) fn coroutine_task(t: pthread_t) -> Option<TaskRef> {
+    alive(decode(t)?)
+}
+
+/// Whether `t` is a coroutine's handle (alive or not).
+pub(super) fn is_coroutine_handle(t: pthread_t) -> bool {
+    decode(t).is_some()
 }
 
 /// `main` called pthread_exit: the process lives until the last thread
@@ -766,6 +789,10 @@ fn join_coroutine(id: u64, ret: *mut *mut c_void, deadline: Option<Deadline>, po
     if id == current_id() {
         return libc::EDEADLK;
     }
+    let me = current();
+    if let (Some(me), false) = (me, poll) {
+        sched::identity::cancel_point(&me.ident);
+    }
     let Some((task, rec)) = lookup(id) else {
         return libc::ESRCH;
     };
@@ -780,9 +807,11 @@ fn join_coroutine(id: u64, ret: *mut *mut c_void, deadline: Option<Deadline>, po
             if poll {
                 return libc::EBUSY;
             }
-            if sync::wait(&rec.finished, 0, deadline) == WaitResult::TimedOut
-                && rec.finished.load(Ordering::Acquire) == 0
-            {
+            let w = sync::wait_cancelable(&rec.finished, 0, deadline);
+            if let Some(me) = me {
+                sched::identity::cancel_point(&me.ident);
+            }
+            if w == WaitResult::TimedOut && rec.finished.load(Ordering::Acquire) == 0 {
                 return libc::ETIMEDOUT;
             }
         }
@@ -807,6 +836,13 @@ fn join_coroutine(id: u64, ret: *mut *mut c_void, deadline: Option<Deadline>, po
         }
         Err(JoinError::Deadlock) => libc::EDEADLK,
         Err(JoinError::Claimed) => libc::EINVAL,
+        Err(JoinError::Cancelled) => {
+            lock(&rec.state).joining = false;
+            if let Some(me) = me {
+                sched::identity::cancel_point(&me.ident);
+            }
+            libc::EINVAL
+        }
     }
 }
 
@@ -1207,24 +1243,4 @@ pub unsafe extern "C" fn pthread_setschedprio(t: pthread_t, prio: c_int) -> c_in
         // SAFETY: the caller's contract.
         None => unsafe { real::pthread_setschedprio(t, prio) },
     }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_cancel(t: pthread_t) -> c_int {
-    let Some(id) = decode(t) else {
-        // SAFETY: the caller's contract.
-        return unsafe { real::pthread_cancel(t) };
-    };
-    if alive(id).is_none() {
-        return libc::ESRCH;
-    }
-    static WARNED: AtomicBool = AtomicBool::new(false);
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        raw_stderr(
-            b"corun: pthread_cancel is not supported for threads run as coroutines; \
-              the thread was not cancelled (ENOTSUP). Run with CORUN_THREADS=native \
-              if the program relies on cancellation.\n",
-        );
-    }
-    libc::ENOTSUP
 }

@@ -589,9 +589,14 @@ unsafe fn cond_wait(
     if r != 0 {
         return r;
     }
-    let w = sync::wait(seq, s, deadline);
+    let w = sync::wait_cancelable(seq, s, deadline);
     // SAFETY: the caller's mutex.
     unsafe { lock_any(m) };
+    // A cancellation acts with the mutex held again, as POSIX requires
+    // (cleanup handlers usually unlock it).
+    if let Some(t) = crate::sched::current() {
+        crate::sched::identity::cancel_point(&t.ident);
+    }
     if w == WaitResult::TimedOut {
         libc::ETIMEDOUT
     } else {
@@ -1148,8 +1153,11 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
             return libc::EAGAIN;
         }
         w.nwaiters.fetch_add(1, Ordering::SeqCst);
-        let r = sync::wait(&w.value, 0, deadline);
+        let r = sync::wait_cancelable(&w.value, 0, deadline);
         w.nwaiters.fetch_sub(1, Ordering::SeqCst);
+        if let Some(t) = crate::sched::current() {
+            crate::sched::identity::cancel_point(&t.ident);
+        }
         if r == WaitResult::TimedOut {
             return libc::ETIMEDOUT;
         }

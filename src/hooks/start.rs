@@ -60,6 +60,7 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
         }
     };
     let stack = main_stack_size(&cfg);
+    super::cancel::init();
     if let Err(e) = sched::worker::start(cfg) {
         raw_stderr(format!("corun: cannot start the runtime: {e}\n").as_bytes());
         // SAFETY: as above.

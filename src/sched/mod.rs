@@ -36,6 +36,8 @@ pub enum JoinError {
     Claimed,
     /// A task joining itself.
     Deadlock,
+    /// The joining thread is being cancelled (the target stays joinable).
+    Cancelled,
 }
 
 /// Waits for `t` to finish and returns its result. Works from a coroutine
@@ -53,7 +55,7 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
     }
     loop {
         if in_coroutine() {
-            park(
+            park_cancelable(
                 |w| {
                     let mut j = fdtable::lock(&t.join);
                     if j.done {
@@ -64,6 +66,14 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
                 },
                 None,
             );
+            if current().is_some_and(|me| me.ident.cancel_due()) {
+                let mut j = fdtable::lock(&t.join);
+                if !j.done {
+                    j.claimed = false;
+                    j.joiner = None;
+                    return Err(JoinError::Cancelled);
+                }
+            }
         } else {
             let p = ThreadParker::new();
             {

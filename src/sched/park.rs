@@ -122,20 +122,21 @@ fn suspend(t: &Task) {
 /// deadline (monotonic ns) a timer wakes the coroutine too. Must be called
 /// from a coroutine.
 pub fn park(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Woken {
-    park_as(register, deadline, false)
+    park_as(false, register, deadline)
 }
 
 /// `park` at a cancellation point (a join, a condition wait, a semaphore
 /// wait; every fd wait and sleep below is one too): a due cancellation acts
-/// before the park and when it ends, and `pthread_cancel` wakes it.
+/// before the park, and `pthread_cancel` wakes the park (the caller acts on
+/// it after cleaning up its registration).
 pub fn park_cancelable(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Woken {
-    park_as(register, deadline, true)
+    park_as(true, register, deadline)
 }
 
-fn park_as(
+pub(super) fn park_as(
+    cancelable: bool,
     register: impl FnOnce(Waiter) -> bool,
     deadline: Option<u64>,
-    cancelable: bool,
 ) -> Woken {
     let task = current_ref().expect("park outside a coroutine");
     if cancelable {
@@ -181,12 +182,18 @@ fn park_as(
     set_current(tp);
     if cancelable {
         task.ident.at_cancel_point.store(false, Relaxed);
-        if task.ident.cancel_due() {
-            // Whatever the wait registered holds a spent token: harmless.
-            cancel_now(task);
-        }
     }
     woken
+}
+
+/// After a cancelable park whose registrations hold only a spent token
+/// now (fd waiter lists, timers: wakers skip them): acts on a due
+/// cancellation. Callers whose wait consumed something a cancelled waiter
+/// must pass on (a condition signal) check `cancel_due` themselves.
+fn cancel_point_after_park() {
+    if let Some(t) = current() {
+        super::identity::cancel_point(&t.ident);
+    }
 }
 
 /// Acts on the running task's due cancellation; never returns. The count
@@ -288,6 +295,7 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
         },
         deadline,
     );
+    cancel_point_after_park();
     if outcome != FdWait::Ready {
         return outcome;
     }
@@ -316,7 +324,7 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
 /// readiness themselves; `Woken::NotParked` means something changed before
 /// the park.
 pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64>) -> Woken {
-    park_cancelable(
+    let woken = park_cancelable(
         |w| {
             for &(fd, dir, seen) in waits {
                 let Some(e) = fdtable::get(fd) else { continue };
@@ -328,13 +336,16 @@ pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64
             true
         },
         deadline,
-    )
+    );
+    cancel_point_after_park();
+    woken
 }
 
 /// Sleeps until the monotonic time `deadline` (ns).
 pub fn sleep_until(deadline: u64) {
     while crate::sys::now_ns() < deadline {
         park_cancelable(|_| true, Some(deadline));
+        cancel_point_after_park();
     }
 }
 

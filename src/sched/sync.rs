@@ -39,7 +39,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::fdtable::lock;
-use super::park::{current_id, in_coroutine, park, Woken};
+use super::park::{current_id, in_coroutine, Woken};
 use super::waiter::Waiter;
 
 /// When a wait ends at the latest.
@@ -129,10 +129,42 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> Wait
         };
     }
     if in_coroutine() {
-        wait_coroutine(word, expected, deadline)
+        wait_coroutine(word, expected, deadline, false)
     } else {
         wait_kernel(word, expected, deadline)
     }
+}
+
+/// `wait` at a cancellation point (a condition wait, a semaphore wait, a
+/// join): a due cancellation acts before the wait, and ends it early; the
+/// caller then puts its object right (a condition wait relocks its mutex)
+/// and acts with `identity::cancel_point`. A waiter that was woken as it
+/// was cancelled passes the wake on, as glibc's condition variables do, so
+/// no signal is lost with it.
+pub fn wait_cancelable(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
+    let Some(t) = super::park::current() else {
+        return wait(word, expected, deadline);
+    };
+    super::identity::cancel_point(&t.ident);
+    if deadline.is_some_and(|d| d.passed()) || !in_coroutine() {
+        return wait(word, expected, deadline);
+    }
+    let r = wait_coroutine(word, expected, deadline, true);
+    if t.ident.cancel_due() {
+        let addr = word.as_ptr() as usize;
+        let me = t.id;
+        let mut g = lock(bucket(addr));
+        let mine = g
+            .iter()
+            .position(|s| s.addr == addr && s.waiter.is_park(me, t.current_park().unwrap_or(0)));
+        let slot = mine.map(|i| g.remove(i));
+        drop(g);
+        if slot.is_none() && r == WaitResult::Woken {
+            wake(word, 1);
+        }
+        drop(slot);
+    }
+    r
 }
 
 /// Locks bucket `b` with room for one more slot, growing it (if needed)
@@ -161,12 +193,18 @@ fn lock_with_room(b: &'static Mutex<Vec<Slot>>) -> MutexGuard<'static, Vec<Slot>
     }
 }
 
-fn wait_coroutine(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
+fn wait_coroutine(
+    word: &AtomicU32,
+    expected: u32,
+    deadline: Option<Deadline>,
+    cancelable: bool,
+) -> WaitResult {
     let addr = word.as_ptr() as usize;
     let b = bucket(addr);
     let me = current_id();
     let mut my_token = 0;
-    let woken = park(
+    let woken = super::park::park_as(
+        cancelable,
         |w| {
             let mut g = lock_with_room(b);
             if word.load(Ordering::SeqCst) != expected {
