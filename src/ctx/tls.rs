@@ -24,7 +24,8 @@
 //! `multiple_threads` flag and the CET word. Further in the descriptor:
 //! `tid` is the worker's kernel tid (what `gettid` returns in the coroutine,
 //! and what the kernel checks for PI and robust futexes), the robust-mutex
-//! list head points at itself (empty), and the rseq area says "not
+//! list head and the thread-list links point at themselves (empty lists:
+//! glibc's `fork` unlinks the forking thread in the child), and the rseq area says "not
 //! registered" so `sched_getcpu` asks the kernel.
 //!
 //! Nothing here is guessed: `check_layout` finds `tid` and the robust head
@@ -86,7 +87,10 @@ struct Glibc {
     deallocate: DeallocateTls,
     call_tls_dtors: VoidFn,
     ctype_init: VoidFn,
-    /// Offsets in `struct pthread`.
+    /// Offsets in `struct pthread`: the thread-list links (`list_t list`,
+    /// through which glibc links its threads and, in a forked child,
+    /// unlinks the forking one), the kernel tid, the robust list head.
+    list: usize,
     tid: usize,
     robust_head: usize,
     /// libc's static TLS block: offset from the thread pointer and size.
@@ -209,6 +213,30 @@ fn libc_tls_block() -> Option<(usize, usize)> {
     found.0
 }
 
+/// The offset of `list_t list` in the calling thread's descriptor: the
+/// first pair of words (after the header) that both point into ld.so's
+/// `_rtld_global`, where the list heads live, at a head whose `next`
+/// and `prev` point back at this pair (checked before the start of any
+/// other thread, so the main thread is alone on its list).
+fn find_thread_list(tp: usize) -> Option<usize> {
+    let rtld = lookup(c"_rtld_global")? as usize;
+    // Generous: the whole structure is 4,336 bytes in glibc 2.36.
+    let inside = |p: usize| p >= rtld && p < rtld + 16384 && p % 8 == 0;
+    let mut off = 0x80;
+    while off < 0x400 {
+        // SAFETY: the scan stays in the first KiB of the live descriptor,
+        // and `head` is only read once it is known to lie in _rtld_global.
+        unsafe {
+            let (next, prev) = (word(tp, off), word(tp, off + 8));
+            if next == prev && inside(next) && word(next, 0) == tp + off && word(next, 8) == tp + off {
+                return Some(off);
+            }
+        }
+        off += 8;
+    }
+    None
+}
+
 /// Checks the running glibc against what this module writes; `Err` names
 /// the first mismatch.
 fn check_layout() -> Result<Glibc, &'static str> {
@@ -224,6 +252,7 @@ fn check_layout() -> Result<Glibc, &'static str> {
         if word(tp, TCB) != tp || word(tp, SELF) != tp {
             return Err("the thread pointer is not glibc's descriptor");
         }
+        let list = find_thread_list(tp).ok_or("the thread list links not found")?;
         let tid = crate::sys::gettid();
         let mut found = None;
         let mut off = 0x80;
@@ -252,6 +281,7 @@ fn check_layout() -> Result<Glibc, &'static str> {
             deallocate: std::mem::transmute::<*mut c_void, DeallocateTls>(deallocate),
             call_tls_dtors: std::mem::transmute::<*mut c_void, VoidFn>(call_tls_dtors),
             ctype_init: std::mem::transmute::<*mut c_void, VoidFn>(ctype_init),
+            list,
             tid,
             robust_head,
             libc_block: (block as isize - tp as isize, size),
@@ -325,6 +355,10 @@ impl ThreadBlock {
             // The worker owns the kernel thread: it is the tid the kernel
             // knows (PI and robust futexes compare it) and gettid returns.
             ((tp + g.tid) as *mut i32).write(tid);
+            // An empty list of its own: glibc's fork unlinks the forking
+            // thread from its lists in the child (a zero link would crash).
+            set_word(tp, g.list, tp + g.list);
+            set_word(tp, g.list + 8, tp + g.list);
             let head = tp + g.robust_head;
             set_word(tp, g.robust_head, head);
             set_word(tp, g.robust_head + 8, ROBUST_FUTEX_OFFSET as usize);
