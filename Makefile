@@ -7,7 +7,8 @@
 #
 # C programs: c-tests/co_*.c use include/corun.h and link -lcorun; every other
 # c-tests/*.c is a plain program (pthreads, no corun) that runs under corun
-# unchanged.
+# unchanged, and so are c-tests/*.cpp (C++20, std::thread) and the Rust
+# program c-tests/rust-threads/ (its own crate, std only).
 
 CARGO   ?= cargo
 CC      ?= gcc
@@ -16,12 +17,17 @@ CFLAGS  += -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
 # -rdynamic: function names reach the dynamic symbol table, so corun's
 # watchdog can name the function a stalled coroutine was started with.
 LDFLAGS += -rdynamic
+CXX      ?= g++
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++20 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
 LIB     := target/release/libcorun.so
 BIN     := c-tests/bin
 CORUN_SRCS := $(wildcard c-tests/co_*.c)
 PLAIN_SRCS := $(filter-out $(CORUN_SRCS),$(wildcard c-tests/*.c))
 CORUN_BINS := $(patsubst c-tests/%.c,$(BIN)/%,$(CORUN_SRCS))
 PLAIN_BINS := $(patsubst c-tests/%.c,$(BIN)/%,$(PLAIN_SRCS))
+CXX_BINS   := $(patsubst c-tests/%.cpp,$(BIN)/%,$(wildcard c-tests/*.cpp))
+RUST_THREADS := $(BIN)/rust_threads
 RUST_SRCS  := $(shell find src -name '*.rs') Cargo.toml
 
 .PHONY: all lib cbins test unit ctest demo bench soak fmt lint check clean deps
@@ -34,7 +40,7 @@ $(LIB): $(RUST_SRCS)
 	$(CARGO) build --release
 	@touch $(LIB)
 
-cbins: $(CORUN_BINS) $(PLAIN_BINS)
+cbins: $(CORUN_BINS) $(PLAIN_BINS) $(CXX_BINS) $(RUST_THREADS)
 
 $(BIN):
 	mkdir -p $(BIN)
@@ -44,6 +50,15 @@ $(BIN)/co_%: c-tests/co_%.c include/corun.h $(LIB) | $(BIN)
 
 $(BIN)/%: c-tests/%.c | $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -lm
+
+# A name with a .c and no .cpp takes the rule above; one with a .cpp, this.
+$(BIN)/%: c-tests/%.cpp | $(BIN)
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $< -pthread
+
+# Its own workspace and target directory: not part of corun's crate.
+$(RUST_THREADS): c-tests/rust-threads/Cargo.toml $(wildcard c-tests/rust-threads/src/*.rs) | $(BIN)
+	$(CARGO) build --release --manifest-path c-tests/rust-threads/Cargo.toml --target-dir target/rust-threads
+	cp target/rust-threads/release/rust-threads $@
 
 # The two HTTP servers share their request handling.
 $(BIN)/threaded_http $(BIN)/epoll_http: c-tests/http_common.h

@@ -66,3 +66,30 @@ same_transcript() {
         || fail "$prog: the transcript under corun differs from the native one"
     [ -s "$TMPD/$prog.native" ] || fail "$prog printed nothing"
 }
+
+# same_everywhere NAME CMD...: runs CMD natively, then under corun with
+# CORUN_THREADS=native (interposition off), with one worker and with the
+# default number of workers, each bounded by $RUN_TIMEOUT seconds
+# (60 unless set); fails unless every run exits $WANT_RC (0 unless set) and
+# prints on stdout exactly what the native run printed, which must not be
+# empty. Outputs: $TMPD/NAME.{native,off,w1,wdef}[.err].
+same_everywhere() {
+    local name=$1; shift
+    local mode rc out
+    for mode in native off w1 wdef; do
+        out="$TMPD/$name.$mode"
+        rc=0
+        case $mode in
+            native) timeout -k 5 "${RUN_TIMEOUT:-60}" "$@" >"$out" 2>"$out.err" || rc=$? ;;
+            off) timeout -k 5 "${RUN_TIMEOUT:-60}" env CORUN_THREADS=native LD_PRELOAD="$LIB" "$@" >"$out" 2>"$out.err" || rc=$? ;;
+            w1) timeout -k 5 "${RUN_TIMEOUT:-60}" env -u CORUN_THREADS CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$@" >"$out" 2>"$out.err" || rc=$? ;;
+            wdef) timeout -k 5 "${RUN_TIMEOUT:-60}" env -u CORUN_THREADS -u CORUN_WORKERS LD_PRELOAD="$LIB" "$@" >"$out" 2>"$out.err" || rc=$? ;;
+        esac
+        # The first lines that differ, to see how a run failed.
+        [ "$mode" = native ] || diff -u "$TMPD/$name.native" "$out" | head -40 >&2 || true
+        [ "$rc" = 124 ] && fail "$name ($mode): still running after ${RUN_TIMEOUT:-60} s; stdout: $(tail -3 "$out"); stderr: $(tail -3 "$out.err")"
+        [ "$rc" = "${WANT_RC:-0}" ] || fail "$name ($mode): exit $rc, expected ${WANT_RC:-0}; stdout: $(tail -5 "$out"); stderr: $(tail -5 "$out.err")"
+        [ -s "$TMPD/$name.native" ] || fail "$name printed nothing natively"
+        cmp -s "$TMPD/$name.native" "$out" || fail "$name ($mode): output under corun differs from the native one; stderr: $(tail -3 "$out.err")"
+    done
+}
