@@ -110,6 +110,12 @@ micro eventfd_unpinned "$BIN/bench_baselines" eventfd $((EI / 4)) $TR -1
 micro spawn_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" spawn $SI $TR
 micro spawn_wall co "$BIN/co_bench_micro" spawn $SI $TR
 micro pthread "$BIN/bench_baselines" pthread $PI $TR
+# Threads as coroutines with their own TLS (the default) and sharing
+# their worker's (CORUN_TLS=worker): what a thread pointer switch costs.
+micro thread_spawn_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/bench_baselines" pthread $SI $TR
+micro thread_spawn_w1_shared env CORUN_WORKERS=1 CORUN_TLS=worker LD_PRELOAD="$LIB" "$BIN/bench_baselines" pthread $SI $TR
+micro thread_yield_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/bench_baselines" thread_yield $YI $TR
+micro thread_yield_w1_shared env CORUN_WORKERS=1 CORUN_TLS=worker LD_PRELOAD="$LIB" "$BIN/bench_baselines" thread_yield $YI $TR
 micro sleepers_100k co "$BIN/co_bench_micro" sleepers 100000 1 $TR
 if grep -q '^sleepers_100k	FAILED' "$RAW/micro.tsv"; then
     micro sleepers_30k co "$BIN/co_bench_micro" sleepers 30000 1 $TR

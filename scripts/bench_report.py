@@ -333,6 +333,10 @@ rows = [
     ("spawn_w1", "corun: spawn + join of an empty coroutine, 1 worker"),
     ("spawn_wall", f"corun: spawn + join of an empty coroutine, {NCPU} workers (default)"),
     ("pthread", "baseline: pthread_create + pthread_join of an empty thread"),
+    ("thread_spawn_w1", "corun: pthread_create + pthread_join, 1 worker, each thread its own TLS (default)"),
+    ("thread_spawn_w1_shared", "corun: the same, threads sharing the worker's TLS (CORUN_TLS=worker)"),
+    ("thread_yield_w1", "corun: two pthreads alternating with sched_yield, 1 worker, own TLS (default)"),
+    ("thread_yield_w1_shared", "corun: the same, sharing the worker's TLS (CORUN_TLS=worker)"),
     ("sleepers_100k", f"corun: 100,000 coroutines each sleeping 1 ms, wall time ({NCPU} workers)"),
     ("sleepers_30k", "corun: 30,000 coroutines each sleeping 1 ms (run because 100,000 failed)"),
     ("sleepers_threads", "baseline: 100,000 kernel threads each sleeping 1 ms (64 KiB stacks), wall time"),
@@ -349,6 +353,10 @@ a("")
 a(f"- yield round trip vs swapcontext: {fr(ratio(sw, pp))}")
 a(f"- yield round trip vs eventfd ping-pong, pinned: {fr(ratio(ev, pp))}; unpinned: {fr(ratio(m('eventfd_unpinned'), pp))}")
 a(f"- spawn+join vs pthread_create+join: {fr(ratio(pt, spN))} ({NCPU} workers), {fr(ratio(pt, sp1))} (1 worker)")
+ts, tss, ty, tys = m("thread_spawn_w1"), m("thread_spawn_w1_shared"), m("thread_yield_w1"), m("thread_yield_w1_shared")
+if None not in (ts, tss, ty, tys):
+    a(f"- own TLS per thread costs: create+join {ts - tss:+.0f} ns ({fr(ratio(ts, tss), 2)}), "
+      f"yield round trip {ty - tys:+.1f} ns ({fr(ratio(ty, tys), 2)}); pthread_create+join natively / corun: {fr(ratio(pt, ts))}")
 if sl is not None:
     a(f"- 100,000 sleepers vs 100,000 kernel threads: {fr(ratio(m('sleepers_threads'), sl))}")
 a("")
