@@ -88,7 +88,7 @@ pub(crate) fn fd_kind(fd: i32, e: &FdEntry) -> u8 {
     // SAFETY: a zeroed stat is a valid out-buffer; raw syscall because the
     // stat family may be interposed.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st) } < 0 {
+    if unsafe { crate::sys::real::syscall!(libc::SYS_fstat, fd, &mut st) } < 0 {
         return fdtable::KIND_UNKNOWN;
     }
     let k = match st.st_mode & libc::S_IFMT {
@@ -98,7 +98,7 @@ pub(crate) fn fd_kind(fd: i32, e: &FdEntry) -> u8 {
         libc::S_IFREG => {
             // SAFETY: a zeroed statfs is a valid out-buffer.
             let mut sf: libc::statfs = unsafe { std::mem::zeroed() };
-            let anon = unsafe { libc::syscall(libc::SYS_fstatfs, fd, &mut sf) } == 0
+            let anon = unsafe { crate::sys::real::syscall!(libc::SYS_fstatfs, fd, &mut sf) } == 0
                 && sf.f_type as i64 == ANON_INODE_FS_MAGIC;
             if anon {
                 fdtable::KIND_NOWAIT
@@ -136,7 +136,7 @@ pub(crate) fn user_nonblocking(fd: i32, e: &FdEntry) -> bool {
         }
     }
     // SAFETY: raw F_GETFL, no memory involved.
-    let fl = unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_GETFL) };
+    let fl = unsafe { crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_GETFL) };
     let on = fl >= 0 && (fl as i32 & libc::O_NONBLOCK) != 0;
     if fl >= 0 {
         e.nonblock.store(nb_word(on), Ordering::Release);

@@ -250,15 +250,16 @@ fn process_name() -> [u8; NAME_LEN] {
         let mut name = [0u8; NAME_LEN];
         // SAFETY: raw openat/read/close on a path literal and a local buffer.
         unsafe {
-            let fd = libc::syscall(
+            let fd = crate::sys::real::syscall!(
                 libc::SYS_openat,
                 libc::AT_FDCWD,
                 c"/proc/self/comm".as_ptr(),
                 libc::O_RDONLY | libc::O_CLOEXEC,
             );
             if fd >= 0 {
-                let n = libc::syscall(libc::SYS_read, fd, name.as_mut_ptr(), NAME_LEN - 1);
-                libc::syscall(libc::SYS_close, fd);
+                let n =
+                    crate::sys::real::syscall!(libc::SYS_read, fd, name.as_mut_ptr(), NAME_LEN - 1);
+                crate::sys::real::syscall!(libc::SYS_close, fd);
                 let n = n.max(0) as usize;
                 let end = name[..n].iter().position(|&b| b == b'\n').unwrap_or(n);
                 name[end..].fill(0);
@@ -1053,7 +1054,9 @@ pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
         return 0;
     }
     // SAFETY: tgkill to a thread of this process; no memory involved.
-    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), worker_tid(&task), sig) };
+    let r = unsafe {
+        crate::sys::real::syscall!(libc::SYS_tgkill, libc::getpid(), worker_tid(&task), sig)
+    };
     if r < 0 {
         crate::sys::errno()
     } else {
@@ -1087,7 +1090,7 @@ pub unsafe extern "C" fn pthread_sigqueue(t: pthread_t, sig: c_int, val: libc::s
     }
     // SAFETY: rt_tgsigqueueinfo with a valid siginfo buffer.
     let r = unsafe {
-        libc::syscall(
+        crate::sys::real::syscall!(
             libc::SYS_rt_tgsigqueueinfo,
             libc::getpid(),
             worker_tid(&task),

@@ -1025,7 +1025,7 @@ pub unsafe extern "C" fn pthread_barrier_destroy(b: *mut pthread_barrier_t) -> c
             yield_now();
         } else {
             // SAFETY: the raw syscall (sched_yield is interposed).
-            unsafe { libc::syscall(libc::SYS_sched_yield) };
+            unsafe { crate::sys::real::syscall!(libc::SYS_sched_yield) };
         }
     }
     w.tag.store(0, Ordering::Release);

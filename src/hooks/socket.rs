@@ -246,7 +246,9 @@ pub unsafe extern "C" fn getsockopt(
 fn set_nonblock_raw(fd: c_int, on: bool) -> bool {
     let v: c_int = on.into();
     // SAFETY: FIONBIO reads an int from a live local.
-    unsafe { libc::syscall(libc::SYS_ioctl, fd, libc::FIONBIO, &v as *const c_int) == 0 }
+    unsafe {
+        crate::sys::real::syscall!(libc::SYS_ioctl, fd, libc::FIONBIO, &v as *const c_int) == 0
+    }
 }
 
 /// One connect attempt with O_NONBLOCK set for the duration of the call.
