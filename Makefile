@@ -7,12 +7,15 @@
 #
 # C programs: c-tests/co_*.c use include/corun.h and link -lcorun; every other
 # c-tests/*.c is a plain program (pthreads, no corun) that runs under corun
-# unchanged.
+# unchanged; so is every c-tests/*.cpp (C++20, built with $(CXX)).
 
 CARGO   ?= cargo
 CC      ?= gcc
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
+CXX     ?= g++
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++20 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
 # -rdynamic: function names reach the dynamic symbol table, so corun's
 # watchdog can name the function a stalled coroutine was started with.
 LDFLAGS += -rdynamic
@@ -22,6 +25,9 @@ CORUN_SRCS := $(wildcard c-tests/co_*.c)
 PLAIN_SRCS := $(filter-out $(CORUN_SRCS),$(wildcard c-tests/*.c))
 CORUN_BINS := $(patsubst c-tests/%.c,$(BIN)/%,$(CORUN_SRCS))
 PLAIN_BINS := $(patsubst c-tests/%.c,$(BIN)/%,$(PLAIN_SRCS))
+# C++ programs (plain, like PLAIN_SRCS): C++20 synchronisation.
+CXX_SRCS   := $(wildcard c-tests/*.cpp)
+CXX_BINS   := $(patsubst c-tests/%.cpp,$(BIN)/%,$(CXX_SRCS))
 RUST_SRCS  := $(shell find src -name '*.rs') Cargo.toml
 
 .PHONY: all lib cbins test unit ctest demo bench soak fmt lint check clean deps
@@ -34,7 +40,7 @@ $(LIB): $(RUST_SRCS)
 	$(CARGO) build --release
 	@touch $(LIB)
 
-cbins: $(CORUN_BINS) $(PLAIN_BINS)
+cbins: $(CORUN_BINS) $(PLAIN_BINS) $(CXX_BINS)
 
 $(BIN):
 	mkdir -p $(BIN)
@@ -44,6 +50,9 @@ $(BIN)/co_%: c-tests/co_%.c include/corun.h $(LIB) | $(BIN)
 
 $(BIN)/%: c-tests/%.c | $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -lm
+
+$(BIN)/%: c-tests/%.cpp | $(BIN)
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $< -pthread
 
 # The two HTTP servers share their request handling.
 $(BIN)/threaded_http $(BIN)/epoll_http: c-tests/http_common.h
