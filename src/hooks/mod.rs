@@ -239,7 +239,9 @@ pub(crate) enum Io {
 
 /// Makes `attempt` (a non-blocking form of the call) until it does not
 /// return EAGAIN, parking on the netpoller in between. On timeout, returns
-/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF.
+/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF. A
+/// success leaves errno as the caller had it, as the blocking call does,
+/// whatever the attempts before it failed with.
 pub(crate) fn nonblocking_loop(
     fd: i32,
     e: &FdEntry,
@@ -247,10 +249,12 @@ pub(crate) fn nonblocking_loop(
     deadline: &mut Deadline,
     mut attempt: impl FnMut() -> isize,
 ) -> Io {
+    let caller_errno = errno();
     loop {
         let seen = e.snapshot(dir);
         let r = attempt();
         if r >= 0 {
+            set_errno(caller_errno);
             return Io::Done(r);
         }
         let err = errno();
@@ -265,6 +269,9 @@ pub(crate) fn nonblocking_loop(
             }
             FdWait::TimedOut => {
                 let r = attempt();
+                if r >= 0 {
+                    set_errno(caller_errno);
+                }
                 return Io::Done(r);
             }
             FdWait::NotPollable(_) => return Io::Blocking,
@@ -298,6 +305,13 @@ pub(crate) fn write_all(
 ) -> Written {
     let mut deadline = Deadline::default();
     let mut done = 0usize;
+    // A count returned leaves errno alone, even after an error that ended
+    // a partial write.
+    let caller_errno = errno();
+    let count = |n: usize| {
+        set_errno(caller_errno);
+        Written::Done(n as isize)
+    };
     loop {
         let mut rest = false;
         let mut failed = false;
@@ -312,17 +326,21 @@ pub(crate) fn write_all(
             })
         });
         let r = match io {
-            Io::Done(_) if failed => return Written::Done(done as isize),
+            Io::Done(_) if failed => return count(done),
             Io::Done(_) if rest => return Written::Rest(done),
             Io::Done(r) => r,
             Io::Blocking => return Written::Rest(done),
         };
         if r < 0 {
-            return Written::Done(if done > 0 { done as isize } else { -1 });
+            return if done > 0 {
+                count(done)
+            } else {
+                Written::Done(-1)
+            };
         }
         done += r as usize;
         if done >= total || r == 0 || user_nonblocking(fd, e) {
-            return Written::Done(done as isize);
+            return count(done);
         }
     }
 }

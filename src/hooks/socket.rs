@@ -281,10 +281,14 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
     let mut started = false;
     let mut deadline = None;
     let mut deadline_known = false;
+    let caller_errno = errno();
     loop {
         let seen = e.snapshot(Dir::Write);
         let (r, err) = connect_nonblocking(fd, addr, len)?;
         if r == 0 {
+            // A blocking connect that succeeds leaves errno alone: not the
+            // EINPROGRESS of the attempt before the park.
+            set_errno(caller_errno);
             return Some(0);
         }
         if !deadline_known {
