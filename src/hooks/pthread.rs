@@ -528,6 +528,30 @@ fn thread_end() {
     }
 }
 
+/// Whether glibc could map a stack of `size` bytes: the kernel is asked the
+/// question glibc's own mapping asks it (a private, writable, accounted
+/// mapping, at once unmapped). A stack corun clamps to its maximum must
+/// still fail where the native one would: 1 TiB gets EAGAIN natively
+/// (more than memory and swap), so it must under corun too.
+fn could_map(size: usize) -> bool {
+    // SAFETY: a fresh anonymous mapping, never touched, unmapped at once.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, size);
+    }
+    true
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn pthread_create(
     thread: *mut pthread_t,
@@ -547,6 +571,9 @@ pub unsafe extern "C" fn pthread_create(
     if !attr.is_null() {
         // SAFETY: `attr` is an initialised attribute object (caller's contract).
         if let Some(size) = unsafe { explicit_stack_size(attr) } {
+            if size > crate::config::MAX_STACK_SIZE && !could_map(size) {
+                return libc::EAGAIN;
+            }
             stack = size.clamp(crate::config::MIN_STACK_SIZE, crate::config::MAX_STACK_SIZE);
         }
         let mut ds: c_int = 0;
