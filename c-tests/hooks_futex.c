@@ -8,7 +8,8 @@
  * FUTEX_CMP_REQUEUE (woken + requeued, EAGAIN on a changed word, a requeued
  * waiter that times out), FUTEX_WAKE_OP (the operation and its condition),
  * private and shared futexes, a shared futex woken from another process,
- * and the errors: EAGAIN, ETIMEDOUT, EINVAL. Waiters are threads (parked
+ * a forked child (none of the parent's waiters are its own), and the
+ * errors: EAGAIN, ETIMEDOUT, EINVAL, ENOSYS. Waiters are threads (parked
  * coroutines under corun); main makes the wakes and prints their results
  * once every waiter sleeps, then each waiter's result.
  *
@@ -232,6 +233,22 @@ int main(void)
         printf("b after WAKE_OP = %u\n", atomic_load(&b));
         report("WAKE_OP", w, 2);
     }
+
+    /* A forked child has none of the parent's waiters: its wake finds nobody. */
+    atomic_store(&a, 0);
+    start(&w[0], &a, FUTEX_WAIT | P, 0, 0);
+    until_asleep(1);
+    pid_t child = fork();
+    if (child == 0) {
+        atomic_store(&a, 1);
+        T("child: WAKE a thread of the parent waits on", futex(&a, FUTEX_WAKE | P, INT_MAX, NULL, NULL, 0));
+        _exit(0);
+    }
+    int cst;
+    waitpid(child, &cst, 0);
+    atomic_store(&a, 1);
+    T("parent: WAKE after the child", futex(&a, FUTEX_WAKE | P, INT_MAX, NULL, NULL, 0));
+    report("forked", w, 1);
 
     /* A shared futex in shared memory: the other process waits, we wake. */
     atomic_uint *sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

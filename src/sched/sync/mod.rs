@@ -404,6 +404,22 @@ pub fn wake_parked(addr: usize, n: usize, bits: u32) -> usize {
     }
 }
 
+/// In a forked child: the table's sleepers are the parent's coroutines,
+/// which do not exist here; they are forgotten (not dropped: nothing of
+/// theirs may run), and nobody sleeps any more. A bucket some other thread
+/// of the parent held at the fork stays as it is (that thread is gone).
+pub fn after_fork_child() {
+    for b in LOT.iter() {
+        if let Ok(mut g) = b.try_lock() {
+            for s in g.drain(..) {
+                std::mem::forget(s);
+            }
+        }
+    }
+    PARKED.store(0, Ordering::SeqCst);
+    KERNEL_SLEEPERS.store(0, Ordering::SeqCst);
+}
+
 /// Wakes every sleeper on `word`.
 pub fn wake_all(word: &AtomicU32) -> usize {
     wake(word, usize::MAX)
