@@ -50,12 +50,15 @@
 //! a call that takes fewer (glibc's own `syscall` reads the same stack slot
 //! the same way).
 //!
-//! Not done: FUTEX_WAITV (the hook passes it through: a coroutine using it
-//! blocks its worker). A bad pointer to the word of a parked wait, to the
+//! `futex_waitv` (SYS_futex_waitv) from a coroutine parks likewise, on all
+//! its words at once (`sync::park_on_any`), and returns the index of a word
+//! woken. Not done: the futex2 calls `futex_wake`/`futex_wait`/
+//! `futex_requeue` (454-456; they pass through: a wake there does not reach
+//! parked coroutines). A bad pointer to the word of a parked wait, to the
 //! timeout or to FUTEX_WAKE_OP's second word faults where the kernel would
 //! return EFAULT, when coroutines sleep in the table.
 
-use std::ffi::{c_int, c_long, c_void};
+use std::ffi::{c_int, c_long, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use crate::sched::in_coroutine;
@@ -201,6 +204,8 @@ unsafe extern "C" fn syscall_hook(
         if let Some(r) = futex(a1, a2 as c_int, a3, a4, a5, a6) {
             return r;
         }
+    } else if n == SYS_FUTEX_WAITV && in_coroutine() {
+        return waitv(a1, a2 as c_uint, a3 as c_uint, a4, a5 as libc::clockid_t);
     }
     real6(n, [a1, a2, a3, a4, a5, a6])
 }
@@ -233,6 +238,36 @@ fn futex(
     }
 }
 
+/// A deadline of 0 on the monotonic clock: passed, for the attempts.
+const PAST: libc::timespec = libc::timespec {
+    tv_sec: 0,
+    tv_nsec: 0,
+};
+
+/// The caller's timeout in ns (None: none); EINVAL as the kernel says it.
+fn timeout_ns(t: c_long) -> Result<Option<u64>, c_int> {
+    if t == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the timeout the caller passed (see the module comment).
+    let ts = unsafe { *(t as *const libc::timespec) };
+    if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) {
+        return Err(libc::EINVAL);
+    }
+    Ok(Some(crate::sys::timespec_ns(&ts)))
+}
+
+/// The deadline of one park: the caller's, or sooner the next look at a
+/// shared futex's word.
+fn with_pause(deadline: Option<Deadline>, shared: bool) -> Option<Deadline> {
+    let pause = shared.then(|| crate::sys::now_ns() + SHARED_PAUSE_NS);
+    match (deadline, pause) {
+        (Some(d), Some(p)) => Some(Deadline::Monotonic(d.monotonic().min(p))),
+        (d, None) => d,
+        (None, Some(p)) => Some(Deadline::Monotonic(p)),
+    }
+}
+
 /// A wait from a coroutine.
 fn wait(uaddr: c_long, op: c_int, val: u32, t: c_long, val3: c_long) -> c_long {
     let cmd = op & !(PRIVATE | REALTIME);
@@ -241,28 +276,19 @@ fn wait(uaddr: c_long, op: c_int, val: u32, t: c_long, val3: c_long) -> c_long {
     } else {
         val3 as u32
     };
-    let deadline = if t == 0 {
-        None
-    } else {
-        // SAFETY: the timeout the caller passed (see the module comment).
-        let ts = unsafe { *(t as *const libc::timespec) };
-        if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) {
-            return fail(libc::EINVAL);
-        }
-        let ns = crate::sys::timespec_ns(&ts);
-        Some(if cmd == FUTEX_WAIT {
+    let deadline = match timeout_ns(t) {
+        Err(e) => return fail(e),
+        Ok(None) => None,
+        Ok(Some(ns)) => Some(if cmd == FUTEX_WAIT {
             Deadline::Monotonic(crate::sys::now_ns().saturating_add(ns))
         } else if op & REALTIME != 0 {
             Deadline::Realtime(ns)
         } else {
             Deadline::Monotonic(ns)
-        })
+        }),
     };
     // The attempt: a deadline of 0 on the monotonic clock has passed.
-    let past = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let past = PAST;
     let r = kernel(
         uaddr,
         FUTEX_WAIT_BITSET | (op & PRIVATE),
@@ -286,13 +312,7 @@ fn wait(uaddr: c_long, op: c_int, val: u32, t: c_long, val3: c_long) -> c_long {
     let shared = op & PRIVATE == 0;
     let mut first = true;
     loop {
-        let pause = shared.then(|| crate::sys::now_ns() + SHARED_PAUSE_NS);
-        let d = match (deadline, pause) {
-            (Some(d), Some(p)) => Some(Deadline::Monotonic(d.monotonic().min(p))),
-            (d, None) => d,
-            (None, Some(p)) => Some(Deadline::Monotonic(p)),
-        };
-        match sync::park_on(word, val, bits, d) {
+        match sync::park_on(word, val, bits, with_pause(deadline, shared)) {
             WaitResult::Woken => return 0,
             // The word changed while we slept: a wake we could not see.
             WaitResult::Mismatch if !first => return 0,
@@ -475,4 +495,95 @@ fn wake_op(
     }
     set_errno(saved);
     Some(total)
+}
+
+const SYS_FUTEX_WAITV: c_long = 449;
+/// `struct futex_waitv` flags: a 32-bit word (the only size), private.
+const FUTEX2_SIZE_U32: u32 = 2;
+const FUTEX2_PRIVATE: u32 = 128;
+
+/// `struct futex_waitv` of linux/futex.h.
+#[repr(C)]
+struct FutexWaitv {
+    val: u64,
+    uaddr: u64,
+    flags: u32,
+    reserved: u32,
+}
+
+/// `futex_waitv(waiters, nr, flags, timeout, clockid)` from a coroutine:
+/// the kernel's attempt with a passed deadline checks everything (and
+/// compares the words), then the coroutine parks on all the words at once.
+/// Returns the index of a word woken.
+fn waitv(waiters: c_long, nr: c_uint, flags: c_uint, t: c_long, clock: libc::clockid_t) -> c_long {
+    let attempt = || {
+        real6(
+            SYS_FUTEX_WAITV,
+            [
+                waiters,
+                nr as c_long,
+                flags as c_long,
+                &PAST as *const _ as c_long,
+                libc::CLOCK_MONOTONIC as c_long,
+                0,
+            ],
+        )
+    };
+    if flags != 0 || nr == 0 || nr as usize > sync::WAITV_MAX || waiters == 0 {
+        return attempt();
+    }
+    let deadline = match timeout_ns(t) {
+        Err(e) => return fail(e),
+        Ok(None) => None,
+        Ok(Some(ns)) if clock == libc::CLOCK_MONOTONIC => Some(Deadline::Monotonic(ns)),
+        Ok(Some(ns)) if clock == libc::CLOCK_REALTIME => Some(Deadline::Realtime(ns)),
+        Ok(Some(_)) => return fail(libc::EINVAL),
+    };
+    let r = attempt();
+    if r >= 0 || errno() != libc::ETIMEDOUT {
+        return r;
+    }
+    if deadline.is_some_and(|d| d.passed()) {
+        return fail(libc::ETIMEDOUT);
+    }
+    // SAFETY: the kernel just read these `nr` entries and every word they
+    // name (aligned 32-bit words, each its flags said: FUTEX2_SIZE_U32).
+    let ws = unsafe { std::slice::from_raw_parts(waiters as *const FutexWaitv, nr as usize) };
+    let words: Vec<(&AtomicU32, u32)> = ws
+        .iter()
+        // SAFETY: as above.
+        .map(|w| {
+            (
+                unsafe { &*(w.uaddr as usize as *const AtomicU32) },
+                w.val as u32,
+            )
+        })
+        .collect();
+    let shared = ws.iter().any(|w| w.flags & FUTEX2_PRIVATE == 0);
+    debug_assert!(ws.iter().all(|w| w.flags & 3 == FUTEX2_SIZE_U32));
+    let changed = || {
+        words
+            .iter()
+            .position(|(w, v)| w.load(Ordering::SeqCst) != *v)
+    };
+    let mut first = true;
+    loop {
+        match sync::park_on_any(&words, with_pause(deadline, shared)) {
+            Ok(i) => return i as c_long,
+            Err(WaitResult::Mismatch) if first => return fail(libc::EAGAIN),
+            Err(WaitResult::TimedOut) if deadline.is_some_and(|d| d.passed()) => {
+                return fail(libc::ETIMEDOUT)
+            }
+            // After a pause on a shared word: a word that changed is one
+            // another process may have woken.
+            Err(WaitResult::Mismatch | WaitResult::TimedOut) => {
+                if let Some(i) = changed() {
+                    return i as c_long;
+                }
+                first = false;
+            }
+            // Resumed with no slot taken: start again, as the kernel does.
+            Err(WaitResult::Woken) => {}
+        }
+    }
 }
