@@ -31,7 +31,8 @@
 //! - a native thread's waits (and every other futex command: PI locks,
 //!   FUTEX_WAIT_REQUEUE_PI...) go to the kernel as they are.
 //!
-//! Every other system call number goes straight to glibc's `syscall`.
+//! Every other system call number goes straight to glibc's `syscall`, in
+//! the assembly below, without a frame of ours.
 //!
 //! corun's own code reaches `syscall` too: Rust std's Mutex inside
 //! libcorun.so, like the program's, calls the exported name, which the
@@ -84,10 +85,13 @@ static SELF_LO: AtomicUsize = AtomicUsize::new(0);
 static SELF_HI: AtomicUsize = AtomicUsize::new(0);
 static INIT: AtomicBool = AtomicBool::new(false);
 
-/// The exported `syscall`: a call from libcorun.so itself jumps to glibc's
-/// `syscall` (once resolved), any other to `syscall_hook`. Only rax and r11
-/// are touched (neither carries an argument); the stack is left as the
-/// caller made it, so both targets see the original call.
+/// The exported `syscall`: a call from libcorun.so itself, or with any
+/// number but SYS_futex and SYS_futex_waitv, jumps to glibc's `syscall`
+/// (once resolved), so it is glibc's call exactly (no frame of ours: even
+/// `syscall(SYS_vfork)` behaves as it does without corun); the program's
+/// futex calls go to `syscall_hook`. Only rax and r11 are touched (neither
+/// carries an argument); the stack is left as the caller made it, so both
+/// targets see the original call.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 #[no_mangle]
@@ -101,24 +105,35 @@ pub unsafe extern "C" fn syscall(
     a6: c_long,
 ) -> c_long {
     core::arch::naked_asm!(
+        // rax: the return address. Inside libcorun.so: glibc's syscall.
         "mov rax, qword ptr [rsp]",
         "mov r11, qword ptr [rip + {lo}@GOTPCREL]",
         "cmp rax, qword ptr [r11]",
         "jb 2f",
         "mov r11, qword ptr [rip + {hi}@GOTPCREL]",
         "cmp rax, qword ptr [r11]",
-        "jae 2f",
+        "jb 3f",
+        // The program's call: futex numbers go to the hook, the rest to glibc.
+        "2:",
+        "cmp rdi, {futex}",
+        "je 4f",
+        "cmp rdi, {waitv}",
+        "je 4f",
+        "3:",
         "mov r11, qword ptr [rip + {real}@GOTPCREL]",
         "mov r11, qword ptr [r11]",
         "test r11, r11",
-        "jz 2f",
+        "jz 4f",
         "jmp r11",
-        "2:",
+        // (Also before glibc's syscall is resolved: the hook resolves it.)
+        "4:",
         "jmp {hook}",
         lo = sym SELF_LO,
         hi = sym SELF_HI,
         real = sym real::SYSCALL,
         hook = sym syscall_hook,
+        futex = const libc::SYS_futex,
+        waitv = const SYS_FUTEX_WAITV,
     )
 }
 
@@ -187,7 +202,8 @@ fn kernel(
     real6(libc::SYS_futex, [uaddr, op as c_long, val, t, uaddr2, val3])
 }
 
-/// Every call from outside libcorun.so.
+/// The program's futex calls (and any call made before glibc's `syscall`
+/// was resolved).
 unsafe extern "C" fn syscall_hook(
     n: c_long,
     a1: c_long,

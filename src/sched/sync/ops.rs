@@ -7,10 +7,10 @@
 //! The first two hold two buckets' locks at once, taken in table order
 //! (`lock_pair`), so two such calls on the same two words cannot deadlock.
 //! A FUTEX_WAITV waiter has one slot per word, all with the same park
-//! token: the first wake to reach any of them resumes it (later ones count
-//! it as woken and do nothing more, as the kernel's do); on resuming it
-//! takes its other slots back and reports the lowest index whose slot a
-//! wake took, as the kernel does.
+//! token: the first wake to reach any of them resumes it (later wakes pass
+//! over its other slots: it is no longer asleep); on resuming it takes
+//! them back and reports the lowest index whose slot a wake took, as the
+//! kernel does.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::MutexGuard;
