@@ -52,8 +52,7 @@
 //! the same way).
 //!
 //! `futex_waitv` (SYS_futex_waitv) from a coroutine parks likewise, on all
-//! its words at once (`sync::park_on_any`), and returns the index of a word
-//! woken. Not done: the futex2 calls `futex_wake`/`futex_wait`/
+//! its words at once (`waitv.rs`). Not done: the futex2 calls `futex_wake`/`futex_wait`/
 //! `futex_requeue` (454-456; they pass through: a wake there does not reach
 //! parked coroutines). A bad pointer to the word of a parked wait, to the
 //! timeout or to FUTEX_WAKE_OP's second word faults where the kernel would
@@ -61,6 +60,10 @@
 
 use std::ffi::{c_int, c_long, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+mod waitv;
+
+use waitv::{waitv, SYS_FUTEX_WAITV};
 
 use crate::sched::in_coroutine;
 use crate::sched::sync::{self, Deadline, WaitResult, MATCH_ANY};
@@ -190,16 +193,50 @@ fn real6(n: c_long, a: [c_long; 6]) -> c_long {
     unsafe { real::syscall!(n, a[0], a[1], a[2], a[3], a[4], a[5]) }
 }
 
-/// The real futex call.
-fn kernel(
+/// One SYS_futex call's arguments, as the caller passed them.
+#[derive(Clone, Copy)]
+struct Call {
     uaddr: c_long,
     op: c_int,
     val: c_long,
+    /// The timeout, or the second count (requeues, FUTEX_WAKE_OP).
     t: c_long,
     uaddr2: c_long,
     val3: c_long,
-) -> c_long {
-    real6(libc::SYS_futex, [uaddr, op as c_long, val, t, uaddr2, val3])
+}
+
+impl Call {
+    /// The command, without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME.
+    fn cmd(&self) -> c_int {
+        self.op & !(PRIVATE | REALTIME)
+    }
+
+    /// The real futex call with these arguments.
+    fn kernel(&self) -> c_long {
+        let a = [
+            self.uaddr,
+            self.op as c_long,
+            self.val,
+            self.t,
+            self.uaddr2,
+            self.val3,
+        ];
+        real6(libc::SYS_futex, a)
+    }
+
+    /// The real FUTEX_WAKE of `n` on `uaddr`, private if this call is.
+    fn kernel_wake(&self, uaddr: c_long, n: usize) -> c_long {
+        let op = FUTEX_WAKE | (self.op & PRIVATE);
+        let wake = Call {
+            uaddr,
+            op,
+            val: n as c_long,
+            t: 0,
+            uaddr2: 0,
+            val3: 0,
+        };
+        wake.kernel()
+    }
 }
 
 /// The program's futex calls (and any call made before glibc's `syscall`
@@ -217,7 +254,15 @@ unsafe extern "C" fn syscall_hook(
         init();
     }
     if n == libc::SYS_futex {
-        if let Some(r) = futex(a1, a2 as c_int, a3, a4, a5, a6) {
+        let call = Call {
+            uaddr: a1,
+            op: a2 as c_int,
+            val: a3,
+            t: a4,
+            uaddr2: a5,
+            val3: a6,
+        };
+        if let Some(r) = futex(call) {
             return r;
         }
     } else if n == SYS_FUTEX_WAITV && in_coroutine() {
@@ -232,24 +277,14 @@ fn fail(e: c_int) -> c_long {
 }
 
 /// SYS_futex, where corun has a part; None: the kernel's call as it is.
-fn futex(
-    uaddr: c_long,
-    op: c_int,
-    val: c_long,
-    t: c_long,
-    uaddr2: c_long,
-    val3: c_long,
-) -> Option<c_long> {
-    let cmd = op & !(PRIVATE | REALTIME);
-    match cmd {
-        FUTEX_WAIT | FUTEX_WAIT_BITSET if in_coroutine() => {
-            Some(wait(uaddr, op, val as u32, t, val3))
-        }
+fn futex(c: Call) -> Option<c_long> {
+    match c.cmd() {
+        FUTEX_WAIT | FUTEX_WAIT_BITSET if in_coroutine() => Some(wait(c)),
         // FUTEX_CLOCK_REALTIME on anything but a wait: the kernel's ENOSYS.
-        _ if op & REALTIME != 0 => None,
-        FUTEX_WAKE | FUTEX_WAKE_BITSET => wake(uaddr, op, val, t, uaddr2, val3),
-        FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => requeue(uaddr, op, val, t, uaddr2, val3),
-        FUTEX_WAKE_OP => wake_op(uaddr, op, val, t, uaddr2, val3),
+        _ if c.op & REALTIME != 0 => None,
+        FUTEX_WAKE | FUTEX_WAKE_BITSET => wake(c),
+        FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => requeue(c),
+        FUTEX_WAKE_OP => wake_op(c),
         _ => None,
     }
 }
@@ -285,14 +320,14 @@ fn with_pause(deadline: Option<Deadline>, shared: bool) -> Option<Deadline> {
 }
 
 /// A wait from a coroutine.
-fn wait(uaddr: c_long, op: c_int, val: u32, t: c_long, val3: c_long) -> c_long {
-    let cmd = op & !(PRIVATE | REALTIME);
+fn wait(c: Call) -> c_long {
+    let (cmd, op, val) = (c.cmd(), c.op, c.val as u32);
     let bits = if cmd == FUTEX_WAIT {
         MATCH_ANY
     } else {
-        val3 as u32
+        c.val3 as u32
     };
-    let deadline = match timeout_ns(t) {
+    let deadline = match timeout_ns(c.t) {
         Err(e) => return fail(e),
         Ok(None) => None,
         Ok(Some(ns)) => Some(if cmd == FUTEX_WAIT {
@@ -304,15 +339,13 @@ fn wait(uaddr: c_long, op: c_int, val: u32, t: c_long, val3: c_long) -> c_long {
         }),
     };
     // The attempt: a deadline of 0 on the monotonic clock has passed.
-    let past = PAST;
-    let r = kernel(
-        uaddr,
-        FUTEX_WAIT_BITSET | (op & PRIVATE),
-        val as c_long,
-        &past as *const libc::timespec as c_long,
-        0,
-        bits as c_long,
-    );
+    let r = Call {
+        op: FUTEX_WAIT_BITSET | (op & PRIVATE),
+        t: &PAST as *const libc::timespec as c_long,
+        val3: bits as c_long,
+        ..c
+    }
+    .kernel();
     if r == 0 {
         return 0;
     }
@@ -324,7 +357,7 @@ fn wait(uaddr: c_long, op: c_int, val: u32, t: c_long, val3: c_long) -> c_long {
     }
     // SAFETY: the kernel just read this aligned word; it is the program's
     // futex, which it keeps alive while it waits on it.
-    let word = unsafe { &*(uaddr as *const AtomicU32) };
+    let word = unsafe { &*(c.uaddr as *const AtomicU32) };
     let shared = op & PRIVATE == 0;
     let mut first = true;
     loop {
@@ -366,66 +399,53 @@ fn plus_kernel(k: usize, call: impl FnOnce() -> c_long) -> c_long {
     }
 }
 
-fn wake(
-    uaddr: c_long,
-    op: c_int,
-    val: c_long,
-    t: c_long,
-    uaddr2: c_long,
-    val3: c_long,
-) -> Option<c_long> {
-    let bits = if op & !PRIVATE == FUTEX_WAKE_BITSET {
-        val3 as u32
+fn wake(c: Call) -> Option<c_long> {
+    let bits = if c.cmd() == FUTEX_WAKE_BITSET {
+        c.val3 as u32
     } else {
         MATCH_ANY
     };
     // Arguments the kernel refuses are its to refuse.
-    if bits == 0 || uaddr & 3 != 0 || !sync::any_parked() {
+    if bits == 0 || c.uaddr & 3 != 0 || !sync::any_parked() {
         return None;
     }
-    let n = wake_count(val);
-    let k = sync::wake_parked(uaddr as usize, n, bits);
+    let n = wake_count(c.val);
+    let k = sync::wake_parked(c.uaddr as usize, n, bits);
     if k >= n {
         return Some(k as c_long);
     }
     Some(plus_kernel(k, || {
-        let rest = if k == 0 { val } else { (n - k) as c_long };
-        kernel(uaddr, op, rest, t, uaddr2, val3)
+        let val = if k == 0 { c.val } else { (n - k) as c_long };
+        Call { val, ..c }.kernel()
     }))
 }
 
-fn requeue(
-    uaddr: c_long,
-    op: c_int,
-    val: c_long,
-    t: c_long,
-    uaddr2: c_long,
-    val3: c_long,
-) -> Option<c_long> {
-    let (n_wake, n_move) = (val as c_int, t as u32 as c_int);
-    if n_wake < 0 || n_move < 0 || (uaddr | uaddr2) & 3 != 0 || !sync::any_parked() {
+fn requeue(c: Call) -> Option<c_long> {
+    let (n_wake, n_move) = (c.val as c_int, c.t as u32 as c_int);
+    if n_wake < 0 || n_move < 0 || (c.uaddr | c.uaddr2) & 3 != 0 || !sync::any_parked() {
         return None;
     }
-    let cmp = op & !PRIVATE == FUTEX_CMP_REQUEUE;
+    let cmp = c.cmd() == FUTEX_CMP_REQUEUE;
     let check = || {
         // SAFETY: only called when coroutines sleep on this word: it is
         // an aligned, live futex of the program's.
-        !cmp || unsafe { &*(uaddr as *const AtomicU32) }.load(Ordering::SeqCst) == val3 as u32
+        let word = unsafe { &*(c.uaddr as *const AtomicU32) };
+        !cmp || word.load(Ordering::SeqCst) == c.val3 as u32
     };
     let (n_wake, n_move) = (n_wake as usize, n_move as usize);
-    match sync::requeue_parked(uaddr as usize, uaddr2 as usize, n_wake, n_move, check) {
+    match sync::requeue_parked(c.uaddr as usize, c.uaddr2 as usize, n_wake, n_move, check) {
         None => Some(fail(libc::EAGAIN)),
         Some((0, 0)) => None,
         Some((w, m)) => Some(plus_kernel(w + m, || {
             // The comparison was made: the rest is a plain requeue.
-            kernel(
-                uaddr,
-                FUTEX_REQUEUE | (op & PRIVATE),
-                (n_wake - w) as c_long,
-                (n_move - m) as c_long,
-                uaddr2,
-                0,
-            )
+            Call {
+                op: FUTEX_REQUEUE | (c.op & PRIVATE),
+                val: (n_wake - w) as c_long,
+                t: (n_move - m) as c_long,
+                val3: 0,
+                ..c
+            }
+            .kernel()
         })),
     }
 }
@@ -465,28 +485,21 @@ fn decode_op(v: u32) -> Option<(impl Fn(u32) -> u32, impl Fn(u32) -> bool)> {
     Some((apply, test))
 }
 
-fn wake_op(
-    uaddr: c_long,
-    op: c_int,
-    val: c_long,
-    t: c_long,
-    uaddr2: c_long,
-    val3: c_long,
-) -> Option<c_long> {
-    if (uaddr | uaddr2) & 3 != 0 || !sync::any_parked() {
+fn wake_op(c: Call) -> Option<c_long> {
+    if (c.uaddr | c.uaddr2) & 3 != 0 || !sync::any_parked() {
         return None;
     }
-    let (apply, test) = decode_op(val3 as u32)?;
-    let (n1, n2) = (wake_count(val), wake_count(t as u32 as c_long));
-    let r = sync::wake_two(uaddr as usize, n1, uaddr2 as usize, n2, |parked| {
+    let (apply, test) = decode_op(c.val3 as u32)?;
+    let (n1, n2) = (wake_count(c.val), wake_count(c.t as u32 as c_long));
+    let r = sync::wake_two(c.uaddr as usize, n1, c.uaddr2 as usize, n2, |parked| {
         if !parked {
             // No coroutine concerned: the kernel's call, made while no
             // coroutine can start waiting on either word.
-            return Err(kernel(uaddr, op, val, t, uaddr2, val3));
+            return Err(c.kernel());
         }
         // SAFETY: a coroutine sleeps on one of the words (see the module
         // comment for the other); aligned, the program's futex.
-        let w2 = unsafe { &*(uaddr2 as *const AtomicU32) };
+        let w2 = unsafe { &*(c.uaddr2 as *const AtomicU32) };
         let old = w2
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |o| Some(apply(o)))
             .unwrap_or_else(|o| o);
@@ -499,107 +512,13 @@ fn wake_op(
     // The operation is done: what the kernel adds for its own sleepers is
     // counted, its errors are not the caller's.
     let saved = errno();
-    let wake_rest = |a: c_long, n: usize| -> c_long {
-        kernel(a, FUTEX_WAKE | (op & PRIVATE), n as c_long, 0, 0, 0).max(0)
-    };
     let mut total = (k1 + k2) as c_long;
     if k1 < n1 {
-        total += wake_rest(uaddr, n1 - k1);
+        total += c.kernel_wake(c.uaddr, n1 - k1).max(0);
     }
     if cond && k2 < n2 {
-        total += wake_rest(uaddr2, n2 - k2);
+        total += c.kernel_wake(c.uaddr2, n2 - k2).max(0);
     }
     set_errno(saved);
     Some(total)
-}
-
-const SYS_FUTEX_WAITV: c_long = 449;
-/// `struct futex_waitv` flags: a 32-bit word (the only size), private.
-const FUTEX2_SIZE_U32: u32 = 2;
-const FUTEX2_PRIVATE: u32 = 128;
-
-/// `struct futex_waitv` of linux/futex.h.
-#[repr(C)]
-struct FutexWaitv {
-    val: u64,
-    uaddr: u64,
-    flags: u32,
-    reserved: u32,
-}
-
-/// `futex_waitv(waiters, nr, flags, timeout, clockid)` from a coroutine:
-/// the kernel's attempt with a passed deadline checks everything (and
-/// compares the words), then the coroutine parks on all the words at once.
-/// Returns the index of a word woken.
-fn waitv(waiters: c_long, nr: c_uint, flags: c_uint, t: c_long, clock: libc::clockid_t) -> c_long {
-    let attempt = || {
-        real6(
-            SYS_FUTEX_WAITV,
-            [
-                waiters,
-                nr as c_long,
-                flags as c_long,
-                &PAST as *const _ as c_long,
-                libc::CLOCK_MONOTONIC as c_long,
-                0,
-            ],
-        )
-    };
-    if flags != 0 || nr == 0 || nr as usize > sync::WAITV_MAX || waiters == 0 {
-        return attempt();
-    }
-    let deadline = match timeout_ns(t) {
-        Err(e) => return fail(e),
-        Ok(None) => None,
-        Ok(Some(ns)) if clock == libc::CLOCK_MONOTONIC => Some(Deadline::Monotonic(ns)),
-        Ok(Some(ns)) if clock == libc::CLOCK_REALTIME => Some(Deadline::Realtime(ns)),
-        Ok(Some(_)) => return fail(libc::EINVAL),
-    };
-    let r = attempt();
-    if r >= 0 || errno() != libc::ETIMEDOUT {
-        return r;
-    }
-    if deadline.is_some_and(|d| d.passed()) {
-        return fail(libc::ETIMEDOUT);
-    }
-    // SAFETY: the kernel just read these `nr` entries and every word they
-    // name (aligned 32-bit words, each its flags said: FUTEX2_SIZE_U32).
-    let ws = unsafe { std::slice::from_raw_parts(waiters as *const FutexWaitv, nr as usize) };
-    let words: Vec<(&AtomicU32, u32)> = ws
-        .iter()
-        // SAFETY: as above.
-        .map(|w| {
-            (
-                unsafe { &*(w.uaddr as usize as *const AtomicU32) },
-                w.val as u32,
-            )
-        })
-        .collect();
-    let shared = ws.iter().any(|w| w.flags & FUTEX2_PRIVATE == 0);
-    debug_assert!(ws.iter().all(|w| w.flags & 3 == FUTEX2_SIZE_U32));
-    let changed = || {
-        words
-            .iter()
-            .position(|(w, v)| w.load(Ordering::SeqCst) != *v)
-    };
-    let mut first = true;
-    loop {
-        match sync::park_on_any(&words, with_pause(deadline, shared)) {
-            Ok(i) => return i as c_long,
-            Err(WaitResult::Mismatch) if first => return fail(libc::EAGAIN),
-            Err(WaitResult::TimedOut) if deadline.is_some_and(|d| d.passed()) => {
-                return fail(libc::ETIMEDOUT)
-            }
-            // After a pause on a shared word: a word that changed is one
-            // another process may have woken.
-            Err(WaitResult::Mismatch | WaitResult::TimedOut) => {
-                if let Some(i) = changed() {
-                    return i as c_long;
-                }
-                first = false;
-            }
-            // Resumed with no slot taken: start again, as the kernel does.
-            Err(WaitResult::Woken) => {}
-        }
-    }
 }
