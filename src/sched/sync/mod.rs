@@ -294,7 +294,12 @@ fn lock_with_room(b: &'static Mutex<Vec<Slot>>, extra: usize) -> MutexGuard<'sta
 /// Parks the calling coroutine while `*word == expected` (checked under
 /// the bucket lock) until a wake whose bits meet `bits`, or the deadline.
 /// Must be called from a coroutine.
-pub fn park_on(word: &AtomicU32, expected: u32, bits: u32, deadline: Option<Deadline>) -> WaitResult {
+pub fn park_on(
+    word: &AtomicU32,
+    expected: u32,
+    bits: u32,
+    deadline: Option<Deadline>,
+) -> WaitResult {
     park_on_as(false, word, expected, bits, deadline)
 }
 
