@@ -8,6 +8,7 @@ command -v perl >/dev/null 2>&1 || need+=(perl)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 command -v script >/dev/null 2>&1 || need+=(bsdutils)
 command -v strace >/dev/null 2>&1 || need+=(strace) # make bench: syscalls per operation
+command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless) # tests: a threaded Java program
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)    # scripts/tests/ripgrep.sh: a threaded Rust program
 if ((${#need[@]})); then
     echo "deps: installing ${need[*]}"
