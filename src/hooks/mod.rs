@@ -10,7 +10,7 @@
 //! | `poll.rs`     | poll, ppoll, select, pselect, __poll_chk, __ppoll_chk |
 //! | `epoll.rs`    | epoll_wait, epoll_pwait, epoll_pwait2, epoll_create, epoll_create1 |
 //! | `sleep.rs`    | sleep, usleep, nanosleep, clock_nanosleep |
-//! | `fdctl.rs`    | close, close_range, closefrom, fclose, pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, pipe, pipe2 |
+//! | `fdctl.rs`    | close, close_range, closefrom, fclose, freopen(64), pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, pipe, pipe2 |
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
 //! | `process.rs`  | fork, vfork, waitpid, wait |
