@@ -295,10 +295,7 @@ pub unsafe extern "C" fn fclose(f: *mut libc::FILE) -> c_int {
 /// same number, inside glibc where no hook sees it: what corun knew of the
 /// old file (its epoll registration above all) must go, or a wait on the
 /// new one would never wake.
-unsafe fn reopen(
-    f: *mut libc::FILE,
-    call: impl FnOnce() -> *mut libc::FILE,
-) -> *mut libc::FILE {
+unsafe fn reopen(f: *mut libc::FILE, call: impl FnOnce() -> *mut libc::FILE) -> *mut libc::FILE {
     if !f.is_null() {
         // SAFETY: the caller's freopen contract: `f` is an open stream.
         fdtable::forget(unsafe { libc::fileno(f) });
