@@ -41,8 +41,13 @@
 //!   high word), so `sem_init`, `sem_getvalue` and `sem_destroy` are glibc's.
 //!
 //! Process-shared objects (PTHREAD_PROCESS_SHARED, `sem_init` with
-//! pshared, named semaphores) and robust or priority-protocol mutexes pass
-//! through to glibc: their waiters may be in other processes. Where the
+//! pshared, named semaphores) and robust or priority-protocol mutexes stay
+//! glibc's: their waiters may be in other processes, which wait in the
+//! kernel. A coroutine never blocks its worker on one, though: it makes
+//! glibc's *try* operation and, while that says busy, sleeps on a timer
+//! with a bounded back-off (`try_with_backoff`: 20 us doubling to 1 ms),
+//! so the holder (maybe parked on the same worker) runs. Process-shared
+//! condition variables and barriers still block the worker. Where the
 //! process-shared and clock bits live in glibc's structures is found once
 //! at first use by initialising sample objects with glibc itself; if the
 //! layout is not the one expected, that family passes through with one
@@ -317,6 +322,38 @@ fn owner_tag() -> i32 {
     let t = crate::sys::gettid();
     TID.set(t);
     t
+}
+
+/// In a coroutine, waits for an object that only glibc may take (process
+/// shared, robust, priority-protocol) without blocking the worker:
+/// `attempt` is glibc's try operation, returning EBUSY (or `busy`) while
+/// another thread holds the object; between attempts the coroutine sleeps
+/// 20 us, doubling up to 1 ms (the holder may be a coroutine of this very
+/// worker, or another process). Returns the attempt's answer, or ETIMEDOUT
+/// once `deadline` passed.
+pub(super) fn try_with_backoff(
+    busy: c_int,
+    deadline: Option<Deadline>,
+    mut attempt: impl FnMut() -> c_int,
+) -> c_int {
+    let mut pause = 20_000u64;
+    loop {
+        let r = attempt();
+        if r != busy {
+            return r;
+        }
+        let now = crate::sys::now_ns();
+        let mut until = now + pause;
+        if let Some(d) = deadline {
+            let d = d.monotonic();
+            if now >= d {
+                return libc::ETIMEDOUT;
+            }
+            until = until.min(d);
+        }
+        sched::sleep_until(until);
+        pause = (pause * 2).min(1_000_000);
+    }
 }
 
 /// Rounds of spinning before parking, when another worker could release.

@@ -135,6 +135,20 @@ fn mutex_unlock(w: &MutexWords) -> c_int {
     0
 }
 
+/// glibc's lock of a mutex corun does not implement (process-shared,
+/// robust, priority-protocol): in a coroutine, its trylock with a back-off
+/// (mod.rs), so a contended lock parks instead of blocking the worker.
+unsafe fn glibc_lock(m: *mut pthread_mutex_t, deadline: Option<Deadline>) -> c_int {
+    if !on() || !in_coroutine() {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_mutex_lock(m) };
+    }
+    // SAFETY: the caller's contract.
+    try_with_backoff(libc::EBUSY, deadline, || unsafe {
+        real::pthread_mutex_trylock(m)
+    })
+}
+
 /// Locks `m` by whichever implementation owns it (for condition variables).
 pub(crate) unsafe fn lock_any(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's mutex.
@@ -143,7 +157,7 @@ pub(crate) unsafe fn lock_any(m: *mut pthread_mutex_t) -> c_int {
         mutex_lock(w, None)
     } else {
         // SAFETY: the caller's mutex.
-        unsafe { real::pthread_mutex_lock(m) }
+        unsafe { glibc_lock(m, None) }
     }
 }
 
@@ -164,7 +178,7 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     let w = unsafe { mutex_words(m) };
     if !mutex_ours(w) {
         // SAFETY: the caller's contract.
-        return unsafe { real::pthread_mutex_lock(m) };
+        return unsafe { glibc_lock(m, None) };
     }
     mutex_lock(w, None)
 }
@@ -199,6 +213,13 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
 ) -> c_int {
     // SAFETY: the caller's mutex.
     if !mutex_ours(unsafe { mutex_words(m) }) {
+        if on() && in_coroutine() {
+            return match deadline_of(libc::CLOCK_REALTIME, abs) {
+                // SAFETY: the caller's contract.
+                Ok(d) => unsafe { glibc_lock(m, Some(d)) },
+                Err(e) => e,
+            };
+        }
         // SAFETY: the caller's contract.
         return unsafe { real::pthread_mutex_timedlock(m, abs) };
     }
@@ -214,6 +235,13 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
 ) -> c_int {
     // SAFETY: the caller's mutex.
     if !mutex_ours(unsafe { mutex_words(m) }) {
+        if on() && in_coroutine() {
+            return match deadline_of(clk, abs) {
+                // SAFETY: the caller's contract.
+                Ok(d) => unsafe { glibc_lock(m, Some(d)) },
+                Err(e) => e,
+            };
+        }
         // SAFETY: the caller's contract.
         return unsafe { real::pthread_mutex_clocklock(m, clk, abs) };
     }

@@ -142,13 +142,33 @@ unsafe fn rw_timed(
     })
 }
 
+/// A process-shared rwlock in a coroutine: glibc's try operation with a
+/// back-off (mod.rs); None outside coroutines (glibc's blocking call).
+fn glibc_rw(
+    clk_abs: Option<(clockid_t, *const timespec)>,
+    attempt: impl FnMut() -> c_int,
+) -> Option<c_int> {
+    if !on() || !in_coroutine() {
+        return None;
+    }
+    let deadline = match clk_abs {
+        None => None,
+        Some((clk, abs)) => match deadline_of(clk, abs) {
+            Ok(d) => Some(d),
+            Err(e) => return Some(e),
+        },
+    };
+    Some(try_with_backoff(libc::EBUSY, deadline, attempt))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
     // SAFETY: the caller's rwlock.
     match unsafe { rw_ours(l) } {
         Some(w) => rdlock(w, false, None),
-        // SAFETY: the caller's contract.
-        None => unsafe { real::pthread_rwlock_rdlock(l) },
+        // SAFETY: the caller's contract (both calls).
+        None => glibc_rw(None, || unsafe { real::pthread_rwlock_tryrdlock(l) })
+            .unwrap_or_else(|| unsafe { real::pthread_rwlock_rdlock(l) }),
     }
 }
 
@@ -170,6 +190,11 @@ pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
     // SAFETY: the caller's rwlock and timespec.
     unsafe {
         rw_timed(l, libc::CLOCK_REALTIME, abs, rdlock)
+            .or_else(|| {
+                glibc_rw(Some((libc::CLOCK_REALTIME, abs)), || {
+                    real::pthread_rwlock_tryrdlock(l)
+                })
+            })
             .unwrap_or_else(|| real::pthread_rwlock_timedrdlock(l, abs))
     }
 }
@@ -183,6 +208,7 @@ pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
     // SAFETY: the caller's rwlock and timespec.
     unsafe {
         rw_timed(l, clk, abs, rdlock)
+            .or_else(|| glibc_rw(Some((clk, abs)), || real::pthread_rwlock_tryrdlock(l)))
             .unwrap_or_else(|| real::pthread_rwlock_clockrdlock(l, clk, abs))
     }
 }
@@ -192,8 +218,9 @@ pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_in
     // SAFETY: the caller's rwlock.
     match unsafe { rw_ours(l) } {
         Some(w) => wrlock(w, false, None),
-        // SAFETY: the caller's contract.
-        None => unsafe { real::pthread_rwlock_wrlock(l) },
+        // SAFETY: the caller's contract (both calls).
+        None => glibc_rw(None, || unsafe { real::pthread_rwlock_trywrlock(l) })
+            .unwrap_or_else(|| unsafe { real::pthread_rwlock_wrlock(l) }),
     }
 }
 
@@ -215,6 +242,11 @@ pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
     // SAFETY: the caller's rwlock and timespec.
     unsafe {
         rw_timed(l, libc::CLOCK_REALTIME, abs, wrlock)
+            .or_else(|| {
+                glibc_rw(Some((libc::CLOCK_REALTIME, abs)), || {
+                    real::pthread_rwlock_trywrlock(l)
+                })
+            })
             .unwrap_or_else(|| real::pthread_rwlock_timedwrlock(l, abs))
     }
 }
@@ -228,6 +260,7 @@ pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
     // SAFETY: the caller's rwlock and timespec.
     unsafe {
         rw_timed(l, clk, abs, wrlock)
+            .or_else(|| glibc_rw(Some((clk, abs)), || real::pthread_rwlock_trywrlock(l)))
             .unwrap_or_else(|| real::pthread_rwlock_clockwrlock(l, clk, abs))
     }
 }

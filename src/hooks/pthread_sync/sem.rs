@@ -62,13 +62,33 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
     }
 }
 
+/// A process-shared or named semaphore in a coroutine: glibc's trywait
+/// with a back-off (mod.rs), a cancellation point as sem_wait is; None
+/// outside coroutines (the caller makes glibc's blocking call).
+fn glibc_down(s: *mut sem_t, deadline: Option<Deadline>) -> Option<c_int> {
+    if !on() || !in_coroutine() {
+        return None;
+    }
+    let r = try_with_backoff(libc::EAGAIN, deadline, || {
+        if let Some(t) = current() {
+            sched::identity::cancel_point(&t.ident);
+        }
+        // SAFETY: the caller's semaphore.
+        match unsafe { real::sem_trywait(s) } {
+            0 => 0,
+            _ => crate::sys::errno(),
+        }
+    });
+    Some(sem_result(r))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn sem_wait(s: *mut sem_t) -> c_int {
     // SAFETY: the caller's semaphore.
     match unsafe { sem_ours(s) } {
         Some(w) => sem_result(sem_down(w, false, None)),
         // SAFETY: the caller's contract.
-        None => unsafe { real::sem_wait(s) },
+        None => glibc_down(s, None).unwrap_or_else(|| unsafe { real::sem_wait(s) }),
     }
 }
 
@@ -97,8 +117,12 @@ pub unsafe extern "C" fn sem_timedwait(s: *mut sem_t, abs: *const timespec) -> c
     // SAFETY: the caller's semaphore.
     match unsafe { sem_ours(s) } {
         Some(w) => sem_timed(w, libc::CLOCK_REALTIME, abs),
+        None => match deadline_of(libc::CLOCK_REALTIME, abs) {
+            Ok(d) => glibc_down(s, Some(d)),
+            Err(_) => None,
+        }
         // SAFETY: the caller's contract.
-        None => unsafe { real::sem_timedwait(s, abs) },
+        .unwrap_or_else(|| unsafe { real::sem_timedwait(s, abs) }),
     }
 }
 
@@ -111,8 +135,12 @@ pub unsafe extern "C" fn sem_clockwait(
     // SAFETY: the caller's semaphore.
     match unsafe { sem_ours(s) } {
         Some(w) => sem_timed(w, clk, abs),
+        None => match deadline_of(clk, abs) {
+            Ok(d) => glibc_down(s, Some(d)),
+            Err(_) => None,
+        }
         // SAFETY: the caller's contract.
-        None => unsafe { real::sem_clockwait(s, clk, abs) },
+        .unwrap_or_else(|| unsafe { real::sem_clockwait(s, clk, abs) }),
     }
 }
 
