@@ -110,7 +110,8 @@ unsafe impl Send for Slot {}
 /// Nothing is allocated or freed while a bucket is locked: the program's
 /// `malloc` may itself lock pthread mutexes (jemalloc, tcmalloc do), whose
 /// contended path comes back here, possibly to this very bucket.
-static LOT: [Mutex<Vec<Slot>>; BUCKETS] = [const { Mutex::new(Vec::new()) }; BUCKETS];
+static LOT: [crate::sys::ForkMutex<Vec<Slot>>; BUCKETS] =
+    [const { crate::sys::ForkMutex::new(Vec::new()) }; BUCKETS];
 
 /// Native threads that are, or may be about to be, in a kernel futex wait.
 static KERNEL_SLEEPERS: AtomicUsize = AtomicUsize::new(0);
@@ -182,7 +183,7 @@ impl Batch {
 
 fn bucket(addr: usize) -> &'static Mutex<Vec<Slot>> {
     let h = (addr as u64 >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
-    &LOT[h as usize % BUCKETS]
+    LOT[h as usize % BUCKETS].get()
 }
 
 /// Realtime clock in ns since the epoch.
@@ -459,7 +460,9 @@ pub fn wake_parked(addr: usize, n: usize, bits: u32) -> usize {
 /// of the parent held at the fork stays as it is (that thread is gone).
 pub fn after_fork_child() {
     for b in LOT.iter() {
-        if let Ok(mut g) = b.try_lock() {
+        // A bucket locked at the fork by another thread would stay locked.
+        b.unlock_after_fork(Vec::new);
+        if let Ok(mut g) = b.get().try_lock() {
             for s in g.drain(..) {
                 std::mem::forget(s);
             }
