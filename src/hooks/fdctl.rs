@@ -2,7 +2,7 @@
 //! `dup3`, `fcntl`, `fcntl64`, `ioctl`, `flock`, `pipe`, `pipe2`.
 //!
 //! These never block; corun interposes them to keep its per-fd knowledge
-//! true (DESIGN.md §5.1): `close` (and the calls that close fds for the
+//! true (docs/ARCHITECTURE.md §5.1): `close` (and the calls that close fds for the
 //! program: `close_range`, `closefrom`, stdio's `fclose`/`pclose`) wakes any
 //! coroutine parked on the fd (it fails with EBADF) and bumps the fd's
 //! generation so a stale epoll event cannot reach the next file of that

@@ -27,7 +27,7 @@
 //! result, same errno, for the cost of one thread-local load.
 //!
 //! In a coroutine, a call that could block is made non-blocking *per call*,
-//! never by leaving O_NONBLOCK on the open file description (DESIGN.md §5.1):
+//! never by leaving O_NONBLOCK on the open file description (docs/ARCHITECTURE.md §5.1):
 //!
 //! | fd kind (fstat, once per fd)       | how one attempt is made non-blocking |
 //! |------------------------------------|--------------------------------------|

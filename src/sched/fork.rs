@@ -1,4 +1,4 @@
-//! What a forked child keeps of the runtime (DESIGN.md 5.5).
+//! What a forked child keeps of the runtime (docs/ARCHITECTURE.md §5.5).
 //!
 //! `fork` copies the whole address space but only the calling thread. The
 //! child inherits every fd, including each worker's epoll instance and

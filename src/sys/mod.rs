@@ -17,7 +17,7 @@ pub fn errno() -> i32 {
 
 /// Sets the calling thread's errno. Hooks call this last, after their final
 /// switch, so the value lands in the thread that returns to the program
-/// (DESIGN.md §5.2).
+/// (docs/ARCHITECTURE.md §5.2).
 #[inline]
 pub fn set_errno(e: i32) {
     // SAFETY: as in `errno`.
