@@ -8,6 +8,8 @@
 //! an fd is ready or a deadline passes, and the scheduler wakes it.
 
 pub mod blocking;
+pub mod chan;
+pub mod deadline;
 pub mod fdtable;
 pub mod fork;
 pub mod identity;
@@ -16,6 +18,8 @@ pub mod run_queue;
 pub mod sync;
 pub mod task;
 pub mod timers;
+pub mod token;
+pub mod wait;
 pub mod waiter;
 pub mod watchdog;
 pub mod worker;

@@ -139,18 +139,28 @@ pub(super) fn park_as(
     deadline: Option<u64>,
 ) -> Woken {
     let task = current_ref().expect("park outside a coroutine");
+    // The park's token first, then announce, then check: a canceller
+    // (`pthread_cancel`, a cancel token) sets its request, then looks at
+    // the flag and the park's token (fences on both sides), so either it
+    // wakes this very park or this check sees the request. Taking the
+    // token after the check would let a wake meant for this park land on
+    // the previous one.
+    let token = task.begin_park();
+    let token_point = task.ident.token_point.replace(false);
     if cancelable {
-        // Announce, then check: `pthread_cancel` sets its request, then
-        // looks at the flag (both SeqCst), so either it wakes this park or
-        // this check sees the request.
         task.ident.at_cancel_point.store(true, SeqCst);
+        std::sync::atomic::fence(SeqCst);
         if task.ident.cancel_due() {
             task.ident.at_cancel_point.store(false, Relaxed);
             cancel_now(task);
         }
+        // A token-aware caller (`token::check`) fails with ECANCELED.
+        if token_point && task.ident.token_cancelled() {
+            task.ident.at_cancel_point.store(false, Relaxed);
+            return Woken::NotParked;
+        }
     }
     let tp = Arc::as_ptr(&task);
-    let token = task.begin_park();
     set_current(std::ptr::null());
     if !register(Waiter::Task {
         task: task.clone(),
@@ -225,7 +235,7 @@ pub fn interrupt_cancelable(t: &TaskRef) {
 }
 
 /// What `enlist` did.
-enum Enlist {
+pub(crate) enum Enlist {
     /// The waiter is on the fd's list.
     Waiting,
     /// The fd's readiness moved past the caller's snapshot: retry now.
@@ -241,7 +251,7 @@ enum Enlist {
 /// the netpoller takes to wake waiters after moving the sequence, so an
 /// edge between the snapshot and the park is never lost. The first waiter
 /// registers the fd with this worker's epoll; stale waiters are pruned.
-fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w: Waiter) -> Enlist {
+pub(crate) fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w: Waiter) -> Enlist {
     use std::sync::atomic::Ordering::Acquire;
     let mut g = fdtable::lock(&e.waiters);
     let gen = e.gen.load(Acquire);
