@@ -9,12 +9,14 @@
 
 pub mod blocking;
 pub mod chan;
+pub mod cosync;
 pub mod deadline;
 pub mod fdtable;
 pub mod fork;
 pub mod identity;
 pub mod park;
 pub mod run_queue;
+pub mod scope;
 pub mod sync;
 pub mod task;
 pub mod timers;

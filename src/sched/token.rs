@@ -243,10 +243,14 @@ pub fn current_token() -> Option<Arc<Inner>> {
     tok
 }
 
+/// `enter` outside a coroutine.
+#[derive(Debug)]
+pub struct NotACoroutine;
+
 /// Makes the running coroutine run under `tok` (None: no token) and
-/// returns the token it ran under. Err(()) outside a coroutine.
-pub fn enter(tok: Option<Arc<Inner>>) -> Result<Option<Arc<Inner>>, ()> {
-    let t = current_ref().ok_or(())?;
+/// returns the token it ran under.
+pub fn enter(tok: Option<Arc<Inner>>) -> Result<Option<Arc<Inner>>, NotACoroutine> {
+    let t = current_ref().ok_or(NotACoroutine)?;
     let old = t.ident.token.take();
     if let Some(o) = &old {
         o.detach(&t);
