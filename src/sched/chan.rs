@@ -9,11 +9,12 @@
 //! once: a send hands its element straight to the oldest blocked receiver
 //! (or into the buffer), a receive takes from the buffer (then moves the
 //! oldest blocked sender's element into the freed slot) or straight from a
-//! blocked sender. Otherwise it blocks: it queues a `Pending` naming its
+//! blocked sender. Otherwise it blocks: it queues a `Node` naming its
 //! element (on its own stack) and its `Sel`, and waits (`wait::wait_once`:
-//! a coroutine parks, a native thread sleeps on its futex).
+//! a coroutine parks, a native thread sleeps on its futex). Nodes and
+//! queues: `chan_queue.rs`.
 //!
-//! A `Sel` is one blocked call: a `select` queues one `Pending` per case,
+//! A `Sel` is one blocked call: a `select` queues one `Node` per case,
 //! all pointing at the same `Sel`. Its state word decides who completes it:
 //! a counterpart, under that channel's lock, moves it WAITING -> CLAIMED
 //! (case k), copies the element, then stores DONE (case k, closed or not)
@@ -22,10 +23,10 @@
 //! wake, settles: DONE is its result; CLAIMED means a copy is under way
 //! (locking that channel waits for it); WAITING means it was not chosen,
 //! and it moves WAITING -> ABORTED, so no counterpart can choose it any
-//! more, and takes its `Pending`s back out of every queue (under each
-//! lock, so no counterpart still reads its stack). A counterpart that finds
-//! a `Pending` whose `Sel` is not WAITING drops it. This makes every
-//! `Pending` point at live memory while it is queued, and lets a timeout,
+//! more, and unlinks its nodes from every queue (under each lock, so no
+//! counterpart still reads its stack). A counterpart that finds a node
+//! whose `Sel` is not WAITING drops it. This makes every queued node
+//! point at live memory, and lets a timeout,
 //! a cancellation or an fd event race with a hand-off safely: exactly one
 //! side wins the state word.
 //!
@@ -40,11 +41,10 @@
 //! Close wakes every blocked operation with "closed"; receivers still get
 //! what is buffered first (a receiver blocks only when the buffer is empty).
 
-use std::cell::UnsafeCell;
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
+use super::chan_queue::{Node, Queue, Sel, ABORTED, CASE, CLAIMED, CLOSED, DONE, KIND, WAITING};
 use super::fdtable::{self, lock, Dir};
 use super::park::{enlist, in_coroutine, Enlist};
 use super::wait::{token_cancelled, wait_once, Outcome};
@@ -54,14 +54,6 @@ use super::waiter::Waiter;
 pub const MAX_ELEM: usize = 1 << 20;
 /// Most cases in one select.
 pub const MAX_CASES: usize = 1 << 16;
-
-const WAITING: u32 = 0;
-const ABORTED: u32 = 1;
-const KIND: u32 = 3 << 30;
-const CLAIMED: u32 = 1 << 30;
-const DONE: u32 = 2 << 30;
-const CLOSED: u32 = 1 << 29;
-const CASE: u32 = CLOSED - 1;
 
 /// Why an operation did not complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,48 +89,13 @@ pub enum Case<'a> {
     Write(i32),
 }
 
-/// A blocked call; see the module comment.
-struct Sel {
-    state: AtomicU32,
-    waiter: UnsafeCell<Option<Waiter>>,
-}
-
-impl Sel {
-    fn new() -> Sel {
-        Sel {
-            state: AtomicU32::new(ABORTED),
-            waiter: UnsafeCell::new(None),
-        }
-    }
-
-    /// Ready to be queued (no `Pending` of it is queued now).
-    fn arm(&self, w: Waiter) {
-        // SAFETY: nobody else reads `waiter` while no Pending is queued.
-        unsafe { *self.waiter.get() = Some(w) };
-        self.state.store(WAITING, Ordering::Release);
-    }
-}
-
-/// A blocked operation in a channel's queue.
-#[derive(Clone, Copy)]
-struct Pending {
-    sel: *const Sel,
-    case: u32,
-    elem: *mut u8,
-}
-
-// SAFETY: `sel` and `elem` point into the stack of a blocked caller that
-// does not return before it took its Pendings out of every queue (under
-// the queue's lock); they are only used under that lock.
-unsafe impl Send for Pending {}
-
 struct State {
     buf: Vec<u8>,
     head: usize,
     len: usize,
     closed: bool,
-    recvq: VecDeque<Pending>,
-    sendq: VecDeque<Pending>,
+    recvq: Queue,
+    sendq: Queue,
 }
 
 /// A channel.
@@ -155,36 +112,14 @@ enum Attempt {
     WouldBlock,
 }
 
-/// Moves the oldest live operation out of `q`, claimed.
-fn claim_first(q: &mut VecDeque<Pending>) -> Option<Pending> {
-    while let Some(p) = q.pop_front() {
-        // SAFETY: a queued Pending's Sel is alive (module comment).
-        let sel = unsafe { &*p.sel };
-        if sel
-            .state
-            .compare_exchange(
-                WAITING,
-                CLAIMED | p.case,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_ok()
-        {
-            return Some(p);
+impl State {
+    fn queue(&mut self, send: bool) -> &mut Queue {
+        if send {
+            &mut self.sendq
+        } else {
+            &mut self.recvq
         }
     }
-    None
-}
-
-/// Completes a claimed operation: the last access to its `Sel`.
-fn complete(p: &Pending, closed: bool) -> Option<Waiter> {
-    // SAFETY: claimed by us, its owner waits for DONE before returning.
-    let sel = unsafe { &*p.sel };
-    // SAFETY: written by the owner before it queued `p`, under this lock.
-    let w = unsafe { (*sel.waiter.get()).clone() };
-    let c = if closed { CLOSED } else { 0 };
-    sel.state.store(DONE | c | p.case, Ordering::Release);
-    w
 }
 
 /// Copies one element (nothing for a zero size or a NULL side).
@@ -217,8 +152,8 @@ impl Chan {
                 head: 0,
                 len: 0,
                 closed: false,
-                recvq: VecDeque::new(),
-                sendq: VecDeque::new(),
+                recvq: Queue::new(),
+                sendq: Queue::new(),
             }),
         })
     }
@@ -246,9 +181,9 @@ impl Chan {
         if st.closed {
             return Attempt::Closed;
         }
-        if let Some(p) = claim_first(&mut st.recvq) {
+        if let Some(p) = st.recvq.claim_first() {
             copy(src, p.elem, self.elem);
-            return Attempt::Done(complete(&p, false));
+            return Attempt::Done(p.complete(false));
         }
         if st.len < self.cap {
             let at = self.slot(st, st.len);
@@ -266,17 +201,17 @@ impl Chan {
             st.head = (st.head + 1) % self.cap;
             st.len -= 1;
             let mut w = None;
-            if let Some(p) = claim_first(&mut st.sendq) {
+            if let Some(p) = st.sendq.claim_first() {
                 let at = self.slot(st, st.len);
                 copy(p.elem, at, self.elem);
                 st.len += 1;
-                w = complete(&p, false);
+                w = p.complete(false);
             }
             return Attempt::Done(w);
         }
-        if let Some(p) = claim_first(&mut st.sendq) {
+        if let Some(p) = st.sendq.claim_first() {
             copy(p.elem, dst, self.elem);
-            return Attempt::Done(complete(&p, false));
+            return Attempt::Done(p.complete(false));
         }
         if st.closed {
             return Attempt::Closed;
@@ -302,12 +237,79 @@ impl Chan {
         self.one(Case::Recv(self, dst), mode)
     }
 
-    /// One operation: a select of one case, locking one channel.
+    /// One operation (a select of one case, without its allocations).
     fn one(&self, case: Case, mode: Mode) -> Result<(), Error> {
-        match select(&[case], mode) {
-            Ok((_, false)) => Ok(()),
-            Ok((_, true)) => Err(Error::Closed),
-            Err(e) => Err(e),
+        let (elem, send) = match case {
+            Case::Send(_, p) => (p as *mut u8, true),
+            Case::Recv(_, p) => (p, false),
+            _ => return Err(Error::WouldBlock),
+        };
+        let deadline = match mode {
+            Mode::Try => {
+                let r = self.attempt(&mut lock(&self.st), &case);
+                return finish(r.unwrap_or(Attempt::WouldBlock));
+            }
+            Mode::Block(d) => d,
+        };
+        let sel = Sel::new();
+        let mut node = Node::new(&sel, 0, elem);
+        let np: *mut Node = &mut node;
+        let regs = [Reg {
+            chan: self,
+            node: np,
+            send,
+            case: 0,
+        }];
+        loop {
+            let mut res = None;
+            let mut wake = None;
+            let out = wait_once(
+                |w| {
+                    let cancelled = token_cancelled(&w);
+                    let mut st = lock(&self.st);
+                    match self.attempt(&mut st, &case) {
+                        Some(Attempt::Done(x)) => {
+                            wake = x;
+                            res = Some(Ok(()));
+                            false
+                        }
+                        Some(Attempt::Closed) => {
+                            res = Some(Err(Error::Closed));
+                            false
+                        }
+                        _ if cancelled => {
+                            res = Some(Err(Error::Cancelled));
+                            false
+                        }
+                        _ => {
+                            sel.arm(w);
+                            // SAFETY: `node` stays on this frame until it
+                            // is unlinked: by a counterpart, or by `settle`
+                            // below, before this function returns.
+                            unsafe { st.queue(send).push_back(np) };
+                            true
+                        }
+                    }
+                },
+                deadline,
+            );
+            if let Some(w) = wake {
+                w.wake();
+            }
+            if let Some(r) = res {
+                return r;
+            }
+            if out != Outcome::NotParked {
+                if let Some((_, closed)) = settle(&sel, &regs) {
+                    return if closed { Err(Error::Closed) } else { Ok(()) };
+                }
+            }
+            if out == Outcome::TimedOut && deadline.is_some_and(|d| crate::sys::now_ns() >= d) {
+                return Err(Error::TimedOut);
+            }
+            if super::token::cancelled() {
+                return Err(Error::Cancelled);
+            }
         }
     }
 
@@ -321,11 +323,11 @@ impl Chan {
                 return Err(Error::Closed);
             }
             st.closed = true;
-            while let Some(p) = claim_first(&mut st.recvq) {
-                wake.extend(complete(&p, true));
+            while let Some(p) = st.recvq.claim_first() {
+                wake.extend(p.complete(true));
             }
-            while let Some(p) = claim_first(&mut st.sendq) {
-                wake.extend(complete(&p, true));
+            while let Some(p) = st.sendq.claim_first() {
+                wake.extend(p.complete(true));
             }
         }
         for w in wake {
@@ -333,6 +335,28 @@ impl Chan {
         }
         Ok(())
     }
+}
+
+/// The result of an attempt that did not wait.
+fn finish(a: Attempt) -> Result<(), Error> {
+    match a {
+        Attempt::Done(w) => {
+            if let Some(w) = w {
+                w.wake();
+            }
+            Ok(())
+        }
+        Attempt::Closed => Err(Error::Closed),
+        Attempt::WouldBlock => Err(Error::WouldBlock),
+    }
+}
+
+/// Where one case of a blocked call is queued.
+struct Reg<'a> {
+    chan: &'a Chan,
+    node: *mut Node,
+    send: bool,
+    case: usize,
 }
 
 std::thread_local! {
@@ -411,6 +435,26 @@ pub fn select(cases: &[Case], mode: Mode) -> Result<(usize, bool), Error> {
         Mode::Block(d) => d,
     };
     let sel = Sel::new();
+    // One node per channel case, at stable addresses for the whole call.
+    let mut nodes: Vec<Node> = Vec::with_capacity(n);
+    let mut regs: Vec<Reg> = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        let (ch, p, send) = match *c {
+            Case::Send(ch, p) => (ch, p as *mut u8, true),
+            Case::Recv(ch, p) => (ch, p, false),
+            _ => continue,
+        };
+        nodes.push(Node::new(&sel, i as u32, p));
+        regs.push(Reg {
+            chan: ch,
+            node: std::ptr::null_mut(),
+            send,
+            case: i,
+        });
+    }
+    for (r, nd) in regs.iter_mut().zip(nodes.iter_mut()) {
+        r.node = nd;
+    }
     loop {
         // fd cases: snapshot, then look (an edge in between is not lost).
         let coro = in_coroutine();
@@ -469,23 +513,14 @@ pub fn select(cases: &[Case], mode: Mode) -> Result<(usize, bool), Error> {
                     return false;
                 }
                 sel.arm(w.clone());
-                for (i, c) in cases.iter().enumerate() {
-                    let (ch, elem, send) = match *c {
-                        Case::Send(ch, p) => (ch, p as *mut u8, true),
-                        Case::Recv(ch, p) => (ch, p, false),
-                        _ => continue,
-                    };
-                    let g = chans.iter().position(|c| std::ptr::eq(*c, ch)).unwrap_or(0);
-                    let p = Pending {
-                        sel: &sel,
-                        case: i as u32,
-                        elem,
-                    };
-                    if send {
-                        guards[g].sendq.push_back(p);
-                    } else {
-                        guards[g].recvq.push_back(p);
-                    }
+                for r in &regs {
+                    let g = chans
+                        .iter()
+                        .position(|c| std::ptr::eq(*c, r.chan))
+                        .unwrap_or(0);
+                    // SAFETY: `nodes` is neither moved nor resized until
+                    // this call returns, after `settle` unlinked them all.
+                    unsafe { guards[g].queue(r.send).push_back(r.node) };
                 }
                 drop(guards);
                 for &(fd, e, dir, seen) in &snaps {
@@ -494,7 +529,7 @@ pub fn select(cases: &[Case], mode: Mode) -> Result<(usize, bool), Error> {
                         Enlist::Changed | Enlist::Closed => {
                             // Ready already: withdraw unless a channel
                             // chose us meanwhile (then its wake comes).
-                            return settle(&sel, &chans).is_some();
+                            return settle(&sel, &regs).is_some();
                         }
                     }
                 }
@@ -509,7 +544,7 @@ pub fn select(cases: &[Case], mode: Mode) -> Result<(usize, bool), Error> {
             return r;
         }
         if out != Outcome::NotParked {
-            if let Some((i, closed)) = settle(&sel, &chans) {
+            if let Some((i, closed)) = settle(&sel, &regs) {
                 return Ok((i, closed));
             }
         }
@@ -555,7 +590,7 @@ fn try_cases(
 
 /// After a wait: the case that completed this call, or None after
 /// withdrawing it from every channel (see the module comment).
-fn settle(sel: &Sel, chans: &[&Chan]) -> Option<(usize, bool)> {
+fn settle(sel: &Sel, regs: &[Reg]) -> Option<(usize, bool)> {
     let mut s = sel.state.load(Ordering::Acquire);
     if s == ABORTED {
         return None;
@@ -566,7 +601,7 @@ fn settle(sel: &Sel, chans: &[&Chan]) -> Option<(usize, bool)> {
             .compare_exchange(WAITING, ABORTED, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => {
-                withdraw(sel, chans);
+                withdraw(regs);
                 return None;
             }
             Err(v) => s = v,
@@ -574,28 +609,26 @@ fn settle(sel: &Sel, chans: &[&Chan]) -> Option<(usize, bool)> {
     }
     if s & KIND == CLAIMED {
         // A counterpart copies under its channel's lock: wait for it.
-        for c in chans {
-            drop(lock(&c.st));
-            s = sel.state.load(Ordering::Acquire);
-            if s & KIND == DONE {
-                break;
-            }
+        let case = (s & CASE) as usize;
+        if let Some(r) = regs.iter().find(|r| r.case == case) {
+            drop(lock(&r.chan.st));
         }
+        s = sel.state.load(Ordering::Acquire);
     }
     debug_assert_eq!(s & KIND, DONE);
-    if chans.len() > 1 {
-        withdraw(sel, chans);
+    if regs.len() > 1 {
+        withdraw(regs);
     }
     Some(((s & CASE) as usize, s & CLOSED != 0))
 }
 
-/// Takes every Pending of `sel` out of the queues of `chans`.
-fn withdraw(sel: &Sel, chans: &[&Chan]) {
-    let me: *const Sel = sel;
-    for c in chans {
-        let mut st = lock(&c.st);
-        st.recvq.retain(|p| p.sel != me);
-        st.sendq.retain(|p| p.sel != me);
+/// Unlinks every node of a call from its channel's queue.
+fn withdraw(regs: &[Reg]) {
+    for r in regs {
+        let mut st = lock(&r.chan.st);
+        // SAFETY: the node is alive (the caller's), and queued, if at all,
+        // in this queue.
+        unsafe { st.queue(r.send).remove(r.node) };
     }
 }
 

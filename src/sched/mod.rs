@@ -9,6 +9,7 @@
 
 pub mod blocking;
 pub mod chan;
+pub mod chan_queue;
 pub mod cosync;
 pub mod deadline;
 pub mod fdtable;
