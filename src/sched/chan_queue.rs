@@ -33,6 +33,12 @@ pub struct Sel {
     waiter: UnsafeCell<Option<Waiter>>,
 }
 
+impl Default for Sel {
+    fn default() -> Sel {
+        Sel::new()
+    }
+}
+
 impl Sel {
     pub fn new() -> Sel {
         Sel {
@@ -88,6 +94,12 @@ pub struct Queue {
 // SAFETY: the nodes a queue links are only touched under the lock of the
 // channel that owns the queue, whichever thread holds it.
 unsafe impl Send for Queue {}
+
+impl Default for Queue {
+    fn default() -> Queue {
+        Queue::new()
+    }
+}
 
 impl Queue {
     pub const fn new() -> Queue {
