@@ -324,7 +324,10 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
                     set_errno(libc::EAGAIN);
                     return Some(-1);
                 }
-                crate::sched::sleep_until(now_ns() + 1_000_000);
+                if !crate::sched::token::sleep_until(now_ns() + 1_000_000) {
+                    set_errno(libc::ECANCELED);
+                    return Some(-1);
+                }
             }
             _ => {
                 set_errno(err);
