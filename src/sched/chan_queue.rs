@@ -203,8 +203,9 @@ impl Claimed {
     pub fn complete(self, closed: bool) -> Option<Waiter> {
         // SAFETY: claimed by us; its owner waits for DONE before returning.
         let sel = unsafe { &*self.sel };
-        // SAFETY: written by the owner before it queued its nodes.
-        let w = unsafe { (*sel.waiter.get()).clone() };
+        // SAFETY: written by the owner before it queued its nodes; only the
+        // counterpart that claimed the call takes it (the owner re-arms).
+        let w = unsafe { (*sel.waiter.get()).take() };
         let c = if closed { CLOSED } else { 0 };
         sel.state.store(DONE | c | self.case, Ordering::Release);
         w

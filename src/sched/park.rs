@@ -141,15 +141,15 @@ pub(super) fn park_as(
     let task = current_ref().expect("park outside a coroutine");
     // The park's token first, then announce, then check: a canceller
     // (`pthread_cancel`, a cancel token) sets its request, then looks at
-    // the flag and the park's token (fences on both sides), so either it
-    // wakes this very park or this check sees the request. Taking the
-    // token after the check would let a wake meant for this park land on
-    // the previous one.
+    // the flag and the park's token (sequentially consistent on both
+    // sides: the announcement and the token check here are SeqCst), so
+    // either it wakes this very park or this check sees the request.
+    // Taking the token after the check would let a wake meant for this
+    // park land on the previous one.
     let token = task.begin_park();
     let token_point = task.ident.token_point.replace(false);
     if cancelable {
         task.ident.at_cancel_point.store(true, SeqCst);
-        std::sync::atomic::fence(SeqCst);
         if task.ident.cancel_due() {
             task.ident.at_cancel_point.store(false, Relaxed);
             cancel_now(task);

@@ -25,12 +25,13 @@
 //!   -1 and errno ECANCELED) instead of waiting. A check before the park
 //!   alone could miss a cancel that comes between the check and the
 //!   suspension, so the check also marks the next park token-aware
-//!   (`ident.token_point`): that park takes its token, announces itself,
-//!   fences, and returns at once if the bit is set by then; a canceller
-//!   sets the bit, fences, and wakes the park it sees. Either the park sees
-//!   the bit or the canceller sees the park. The caller's loop comes back
+//!   (`ident.token_point`): that park takes its token, announces itself
+//!   (`at_cancel_point`, SeqCst), and returns at once if the bit is set by
+//!   then (SeqCst load); a canceller sets the bit (SeqCst), fences, and
+//!   wakes the park it sees. Either the park sees the bit or the canceller
+//!   sees the park, with its current token. The caller's loop comes back
 //!   to its check and fails. Corun's own objects (channels) make the check
-//!   inside their registration, which `park_as` runs after the same fence.
+//!   inside their registration, which `park_as` runs after announcing.
 //!
 //! Only callers that check are cancelled: a wait nobody converted (a
 //! spinlock's back-off sleep, a pthread mutex) gets at most one spurious
@@ -155,8 +156,8 @@ impl Inner {
                 tasks,
             )
         };
-        // Pairs with the fence in `park_as`: a park that did not see the
-        // bit is seen here, with its current token.
+        // Pairs with the SeqCst announcement in `park_as`: a park that did
+        // not see the bit is seen here, with its current token.
         fence(Ordering::SeqCst);
         for t in &tasks {
             interrupt_cancelable(t);
