@@ -188,7 +188,8 @@ void corun_cancel_source_free(corun_cancel_source_t *src);
 /* 1 if cancelled, else 0. */
 int corun_token_cancelled(const corun_token_t *tok);
 /* Runs fn(arg) once when tok is cancelled, on the cancelling thread (the
- * deadline thread for a deadline; it must not block). If tok is already
+ * deadline thread for a deadline; it must not block), while the waits of
+ * its coroutines fail (in no set order). If tok is already
  * cancelled fn runs now, here, and *reg is 0. 0 or EINVAL. */
 int corun_token_register(const corun_token_t *tok, void (*fn)(void *), void *arg, uint64_t *reg);
 /* Removes a registration that has not run: 0, ENOENT (ran or running). */
