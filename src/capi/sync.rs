@@ -73,6 +73,13 @@ pub extern "C" fn corun_mutex_lock(m: *mut Mutex) -> c_int {
     obj(m).map_or(libc::EINVAL, |m| result(cosync::mutex_lock(&m.state, None)))
 }
 
+/// What the header's inline `corun_mutex_lock` calls when the mutex was
+/// not free.
+#[no_mangle]
+pub extern "C" fn corun_mutex_lock_slow(m: *mut Mutex) -> c_int {
+    corun_mutex_lock(m)
+}
+
 #[no_mangle]
 pub extern "C" fn corun_mutex_timedlock(m: *mut Mutex, ns: u64) -> c_int {
     obj(m).map_or(libc::EINVAL, |m| {
@@ -87,6 +94,13 @@ pub extern "C" fn corun_mutex_trylock(m: *mut Mutex) -> c_int {
         Some(_) => libc::EBUSY,
         None => libc::EINVAL,
     }
+}
+
+/// What the header's inline `corun_mutex_unlock` calls when the mutex was
+/// not simply held (contended, or not locked).
+#[no_mangle]
+pub extern "C" fn corun_mutex_unlock_slow(m: *mut Mutex) -> c_int {
+    corun_mutex_unlock(m)
 }
 
 #[no_mangle]
