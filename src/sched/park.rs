@@ -139,14 +139,9 @@ pub(super) fn park_as(
     deadline: Option<u64>,
 ) -> Woken {
     let task = current_ref().expect("park outside a coroutine");
-    // The park's token first, then announce, then check: a canceller
-    // (`pthread_cancel`, a cancel token) sets its request, then looks at
-    // the flag and the park's token (sequentially consistent on both
-    // sides: the announcement and the token check here are SeqCst), so
-    // either it wakes this very park or this check sees the request.
-    // Taking the token after the check would let a wake meant for this
-    // park land on the previous one.
-    let token = task.begin_park();
+    // Announce, then check: `pthread_cancel` sets its request, then looks
+    // at the flag (both SeqCst), so either it wakes this park or this check
+    // sees the request.
     let token_point = task.ident.token_point.replace(false);
     if cancelable {
         task.ident.at_cancel_point.store(true, SeqCst);
@@ -154,8 +149,17 @@ pub(super) fn park_as(
             task.ident.at_cancel_point.store(false, Relaxed);
             cancel_now(task);
         }
-        // A token-aware caller (`token::check`) fails with ECANCELED.
-        if token_point && task.ident.token_cancelled() {
+    }
+    let token = task.begin_park();
+    // A token-aware park (`token::cancel_point` just before) checks the
+    // token after taking its park token: a canceller sets the bit, fences,
+    // then wakes the park token it sees; this side takes the token,
+    // fences, then looks at the bit. Either the canceller wakes this very
+    // park or the park sees the bit, returns, and its caller fails with
+    // ECANCELED.
+    if cancelable && token_point {
+        std::sync::atomic::fence(SeqCst);
+        if task.ident.token_cancelled() {
             task.ident.at_cancel_point.store(false, Relaxed);
             return Woken::NotParked;
         }

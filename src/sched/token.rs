@@ -25,13 +25,14 @@
 //!   -1 and errno ECANCELED) instead of waiting. A check before the park
 //!   alone could miss a cancel that comes between the check and the
 //!   suspension, so the check also marks the next park token-aware
-//!   (`ident.token_point`): that park takes its token, announces itself
-//!   (`at_cancel_point`, SeqCst), and returns at once if the bit is set by
-//!   then (SeqCst load); a canceller sets the bit (SeqCst), fences, and
-//!   wakes the park it sees. Either the park sees the bit or the canceller
-//!   sees the park, with its current token. The caller's loop comes back
-//!   to its check and fails. Corun's own objects (channels) make the check
-//!   inside their registration, which `park_as` runs after announcing.
+//!   (`ident.token_point`): that park announces itself (`at_cancel_point`),
+//!   takes its park token, fences, and returns at once if the bit is set
+//!   by then; a canceller sets the bit, fences, and wakes the park token
+//!   it sees. Either the park sees the bit or the canceller wakes this
+//!   very park. The caller's loop comes back to its check and fails.
+//!   Corun's own objects (channels) make the same fenced check inside
+//!   their registration (`wait::token_cancelled`), which `park_as` runs
+//!   after taking the park token.
 //!
 //! Only callers that check are cancelled: a wait nobody converted (a
 //! spinlock's back-off sleep, a pthread mutex) gets at most one spurious
@@ -156,8 +157,8 @@ impl Inner {
                 tasks,
             )
         };
-        // Pairs with the SeqCst announcement in `park_as`: a park that did
-        // not see the bit is seen here, with its current token.
+        // Pairs with the fence after `begin_park` in `park_as`: a park
+        // that did not see the bit is seen here, with its current token.
         fence(Ordering::SeqCst);
         for t in &tasks {
             interrupt_cancelable(t);

@@ -56,11 +56,15 @@ pub fn wait_once(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -
 }
 
 /// Whether `w` is a coroutine whose cancel token is cancelled (checked by
-/// a registration, which runs after the park announced itself).
+/// a registration, which runs after the park took its token: the fence
+/// pairs with the canceller's, see `token.rs`).
 #[inline]
 pub fn token_cancelled(w: &Waiter) -> bool {
     match w {
-        Waiter::Task { task, .. } => task.ident.token_cancelled(),
+        Waiter::Task { task, .. } => {
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+            task.ident.token_cancelled()
+        }
         Waiter::Thread(_) => false,
     }
 }
