@@ -45,7 +45,7 @@ cbins: $(CORUN_BINS) $(PLAIN_BINS) $(CXX_BINS) $(RUST_THREADS)
 $(BIN):
 	mkdir -p $(BIN)
 
-$(BIN)/co_%: c-tests/co_%.c include/corun.h $(LIB) | $(BIN)
+$(BIN)/co_%: c-tests/co_%.c c-tests/co_check.h include/corun.h $(LIB) | $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -Ltarget/release -lcorun -Wl,-rpath,'$$ORIGIN/../../target/release' -pthread
 
 $(BIN)/%: c-tests/%.c | $(BIN)

@@ -10,6 +10,7 @@ command -v script >/dev/null 2>&1 || need+=(bsdutils)
 command -v strace >/dev/null 2>&1 || need+=(strace) # make bench: syscalls per operation
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless) # tests: a threaded Java program
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)    # scripts/tests/ripgrep.sh: a threaded Rust program
+command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools) # scripts/tests/co_kv_redis.sh: redis-cli, redis-benchmark
 if ((${#need[@]})); then
     echo "deps: installing ${need[*]}"
     SUDO=""

@@ -241,7 +241,8 @@ pub(crate) enum Io {
 
 /// Makes `attempt` (a non-blocking form of the call) until it does not
 /// return EAGAIN, parking on the netpoller in between. On timeout, returns
-/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF. A
+/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF; when
+/// the coroutine's cancel token is cancelled, -1/ECANCELED. A
 /// success leaves errno as the caller had it, as the blocking call does,
 /// whatever the attempts before it failed with.
 pub(crate) fn nonblocking_loop(
@@ -262,6 +263,10 @@ pub(crate) fn nonblocking_loop(
         let err = errno();
         if err != libc::EAGAIN || user_nonblocking(fd, e) {
             return Io::Done(r);
+        }
+        if crate::sched::token::cancel_point() {
+            set_errno(libc::ECANCELED);
+            return Io::Done(-1);
         }
         match park_until_ready(fd, dir, seen, deadline.get(fd, e, dir)) {
             FdWait::Ready => continue,

@@ -47,6 +47,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::blocking::reset_after_fork();
     super::worker::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();
+    super::deadline::after_fork_child();
     if !is_main {
         ANCHOR.store(forking_task, Ordering::Relaxed);
     }
