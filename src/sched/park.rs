@@ -139,10 +139,13 @@ pub(super) fn park_as(
     deadline: Option<u64>,
 ) -> Woken {
     let task = current_ref().expect("park outside a coroutine");
-    // Announce, then check: `pthread_cancel` sets its request, then looks
-    // at the flag (both SeqCst), so either it wakes this park or this check
-    // sees the request.
     let token_point = task.ident.token_point.replace(false);
+    // The park token first, then announce, then check: `pthread_cancel`
+    // sets its request, then looks at the flag and wakes the park token it
+    // finds (both SeqCst). Either it wakes this very park, or this check
+    // sees the request. (Checking before taking the token lost the wake:
+    // it landed on the previous park's token.)
+    let token = task.begin_park();
     if cancelable {
         task.ident.at_cancel_point.store(true, SeqCst);
         if task.ident.cancel_due() {
@@ -150,7 +153,6 @@ pub(super) fn park_as(
             cancel_now(task);
         }
     }
-    let token = task.begin_park();
     // A token-aware park (`token::cancel_point` just before) checks the
     // token after taking its park token: a canceller sets the bit, fences,
     // then wakes the park token it sees; this side takes the token,
