@@ -141,7 +141,7 @@ fn open_cached(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) ->
     // contract. O_NONBLOCK so that opening a FIFO cannot block here; the fd
     // is only kept when it is a regular file or directory.
     let fd = unsafe {
-        libc::syscall(
+        crate::sys::real::syscall!(
             libc::SYS_openat2,
             dirfd,
             path,
@@ -157,11 +157,11 @@ fn open_cached(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) ->
     }
     // SAFETY: a zeroed stat is a valid out-buffer.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st) } == 0
+    let ok = unsafe { crate::sys::real::syscall!(libc::SYS_fstat, fd, &mut st) } == 0
         && matches!(st.st_mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFDIR);
     if !ok {
         // SAFETY: closing the fd opened just above (raw: not the program's).
-        unsafe { libc::syscall(libc::SYS_close, fd) };
+        unsafe { crate::sys::real::syscall!(libc::SYS_close, fd) };
         set_errno(saved);
         return None;
     }
@@ -170,8 +170,8 @@ fn open_cached(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) ->
     // SAFETY: raw fcntl on our new fd.
     unsafe {
         if flags & libc::O_NONBLOCK == 0 {
-            let fl = libc::syscall(libc::SYS_fcntl, fd, libc::F_GETFL);
-            libc::syscall(
+            let fl = crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_GETFL);
+            crate::sys::real::syscall!(
                 libc::SYS_fcntl,
                 fd,
                 libc::F_SETFL,
@@ -179,7 +179,7 @@ fn open_cached(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) ->
             );
         }
         if flags & libc::O_CLOEXEC == 0 {
-            libc::syscall(libc::SYS_fcntl, fd, libc::F_SETFD, 0);
+            crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_SETFD, 0);
         }
     }
     set_errno(saved);

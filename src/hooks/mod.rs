@@ -19,6 +19,7 @@
 //! | `dns.rs`      | getaddrinfo, getnameinfo, gethostbyname(2)(_r), gethostbyaddr |
 //! | `start.rs`    | __libc_start_main |
 //! | `cancel.rs`   | pthread_cancel, pthread_setcancelstate, pthread_setcanceltype, pthread_testcancel, __pthread_register_cancel(_defer), __pthread_unregister_cancel(_restore), __pthread_unwind_next |
+//! | `syscall.rs`  | syscall (SYS_futex: waits park, wakes reach coroutines and threads) |
 //!
 //! Every hook begins with the same test: is the caller a coroutine? If not
 //! (the runtime is not up, a native thread, runtime code itself, an atexit
@@ -71,6 +72,8 @@ pub mod signal;
 pub mod sleep;
 pub mod socket;
 pub mod start;
+#[cfg(target_arch = "x86_64")]
+pub mod syscall;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -90,7 +93,7 @@ pub(crate) fn fd_kind(fd: i32, e: &FdEntry) -> u8 {
     // SAFETY: a zeroed stat is a valid out-buffer; raw syscall because the
     // stat family may be interposed.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st) } < 0 {
+    if unsafe { crate::sys::real::syscall!(libc::SYS_fstat, fd, &mut st) } < 0 {
         return fdtable::KIND_UNKNOWN;
     }
     let k = match st.st_mode & libc::S_IFMT {
@@ -100,7 +103,7 @@ pub(crate) fn fd_kind(fd: i32, e: &FdEntry) -> u8 {
         libc::S_IFREG => {
             // SAFETY: a zeroed statfs is a valid out-buffer.
             let mut sf: libc::statfs = unsafe { std::mem::zeroed() };
-            let anon = unsafe { libc::syscall(libc::SYS_fstatfs, fd, &mut sf) } == 0
+            let anon = unsafe { crate::sys::real::syscall!(libc::SYS_fstatfs, fd, &mut sf) } == 0
                 && sf.f_type as i64 == ANON_INODE_FS_MAGIC;
             if anon {
                 fdtable::KIND_NOWAIT
@@ -138,7 +141,7 @@ pub(crate) fn user_nonblocking(fd: i32, e: &FdEntry) -> bool {
         }
     }
     // SAFETY: raw F_GETFL, no memory involved.
-    let fl = unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_GETFL) };
+    let fl = unsafe { crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_GETFL) };
     let on = fl >= 0 && (fl as i32 & libc::O_NONBLOCK) != 0;
     if fl >= 0 {
         e.nonblock.store(nb_word(on), Ordering::Release);
@@ -238,7 +241,9 @@ pub(crate) enum Io {
 
 /// Makes `attempt` (a non-blocking form of the call) until it does not
 /// return EAGAIN, parking on the netpoller in between. On timeout, returns
-/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF.
+/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF. A
+/// success leaves errno as the caller had it, as the blocking call does,
+/// whatever the attempts before it failed with.
 pub(crate) fn nonblocking_loop(
     fd: i32,
     e: &FdEntry,
@@ -246,10 +251,12 @@ pub(crate) fn nonblocking_loop(
     deadline: &mut Deadline,
     mut attempt: impl FnMut() -> isize,
 ) -> Io {
+    let caller_errno = errno();
     loop {
         let seen = e.snapshot(dir);
         let r = attempt();
         if r >= 0 {
+            set_errno(caller_errno);
             return Io::Done(r);
         }
         let err = errno();
@@ -264,6 +271,9 @@ pub(crate) fn nonblocking_loop(
             }
             FdWait::TimedOut => {
                 let r = attempt();
+                if r >= 0 {
+                    set_errno(caller_errno);
+                }
                 return Io::Done(r);
             }
             FdWait::NotPollable(_) => return Io::Blocking,
@@ -297,6 +307,13 @@ pub(crate) fn write_all(
 ) -> Written {
     let mut deadline = Deadline::default();
     let mut done = 0usize;
+    // A count returned leaves errno alone, even after an error that ended
+    // a partial write.
+    let caller_errno = errno();
+    let count = |n: usize| {
+        set_errno(caller_errno);
+        Written::Done(n as isize)
+    };
     loop {
         let mut rest = false;
         let mut failed = false;
@@ -311,17 +328,21 @@ pub(crate) fn write_all(
             })
         });
         let r = match io {
-            Io::Done(_) if failed => return Written::Done(done as isize),
+            Io::Done(_) if failed => return count(done),
             Io::Done(_) if rest => return Written::Rest(done),
             Io::Done(r) => r,
             Io::Blocking => return Written::Rest(done),
         };
         if r < 0 {
-            return Written::Done(if done > 0 { done as isize } else { -1 });
+            return if done > 0 {
+                count(done)
+            } else {
+                Written::Done(-1)
+            };
         }
         done += r as usize;
         if done >= total || r == 0 || user_nonblocking(fd, e) {
-            return Written::Done(done as isize);
+            return count(done);
         }
     }
 }

@@ -44,7 +44,7 @@ pub unsafe extern "C" fn vfork() -> pid_t {
 /// it readable, hence the deadline. Returns false if no pidfd could be had.
 fn park_on_child(pid: pid_t, pause_ns: u64) -> bool {
     // SAFETY: pidfd_open takes a pid and flags.
-    let pfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    let pfd = unsafe { crate::sys::real::syscall!(libc::SYS_pidfd_open, pid, 0) } as i32;
     if pfd < 0 {
         return false;
     }
@@ -63,7 +63,7 @@ fn park_on_child(pid: pid_t, pause_ns: u64) -> bool {
         e.reset();
     }
     // SAFETY: closing the pidfd opened above (raw: it is ours, not the program's).
-    unsafe { libc::syscall(libc::SYS_close, pfd) };
+    unsafe { crate::sys::real::syscall!(libc::SYS_close, pfd) };
     true
 }
 

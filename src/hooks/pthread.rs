@@ -246,15 +246,16 @@ fn process_name() -> [u8; NAME_LEN] {
         let mut name = [0u8; NAME_LEN];
         // SAFETY: raw openat/read/close on a path literal and a local buffer.
         unsafe {
-            let fd = libc::syscall(
+            let fd = crate::sys::real::syscall!(
                 libc::SYS_openat,
                 libc::AT_FDCWD,
                 c"/proc/self/comm".as_ptr(),
                 libc::O_RDONLY | libc::O_CLOEXEC,
             );
             if fd >= 0 {
-                let n = libc::syscall(libc::SYS_read, fd, name.as_mut_ptr(), NAME_LEN - 1);
-                libc::syscall(libc::SYS_close, fd);
+                let n =
+                    crate::sys::real::syscall!(libc::SYS_read, fd, name.as_mut_ptr(), NAME_LEN - 1);
+                crate::sys::real::syscall!(libc::SYS_close, fd);
                 let n = n.max(0) as usize;
                 let end = name[..n].iter().position(|&b| b == b'\n').unwrap_or(n);
                 name[end..].fill(0);
@@ -529,6 +530,30 @@ fn thread_end() {
     }
 }
 
+/// Whether glibc could map a stack of `size` bytes: the kernel is asked the
+/// question glibc's own mapping asks it (a private, writable, accounted
+/// mapping, at once unmapped). A stack corun clamps to its maximum must
+/// still fail where the native one would: 1 TiB gets EAGAIN natively
+/// (more than memory and swap), so it must under corun too.
+fn could_map(size: usize) -> bool {
+    // SAFETY: a fresh anonymous mapping, never touched, unmapped at once.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, size);
+    }
+    true
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn pthread_create(
     thread: *mut pthread_t,
@@ -548,6 +573,9 @@ pub unsafe extern "C" fn pthread_create(
     if !attr.is_null() {
         // SAFETY: `attr` is an initialised attribute object (caller's contract).
         if let Some(size) = unsafe { explicit_stack_size(attr) } {
+            if size > crate::config::MAX_STACK_SIZE && !could_map(size) {
+                return libc::EAGAIN;
+            }
             stack = size.clamp(crate::config::MIN_STACK_SIZE, crate::config::MAX_STACK_SIZE);
         }
         let mut ds: c_int = 0;
@@ -1095,7 +1123,9 @@ pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
         return 0;
     }
     // SAFETY: tgkill to a thread of this process; no memory involved.
-    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), worker_tid(&task), sig) };
+    let r = unsafe {
+        crate::sys::real::syscall!(libc::SYS_tgkill, libc::getpid(), worker_tid(&task), sig)
+    };
     if r < 0 {
         crate::sys::errno()
     } else {
@@ -1129,7 +1159,7 @@ pub unsafe extern "C" fn pthread_sigqueue(t: pthread_t, sig: c_int, val: libc::s
     }
     // SAFETY: rt_tgsigqueueinfo with a valid siginfo buffer.
     let r = unsafe {
-        libc::syscall(
+        crate::sys::real::syscall!(
             libc::SYS_rt_tgsigqueueinfo,
             libc::getpid(),
             worker_tid(&task),

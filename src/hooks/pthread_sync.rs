@@ -1,6 +1,6 @@
 //! Synchronisation that parks: `pthread_mutex_*`, `pthread_cond_*`,
 //! `pthread_rwlock_*`, `pthread_barrier_*`, `pthread_once`,
-//! `pthread_spin_lock`, `sem_*`.
+//! `pthread_spin_lock` (glibc's values: 1 is free on x86_64), `sem_*`.
 //!
 //! # Mechanism
 //!
@@ -1030,7 +1030,7 @@ pub unsafe extern "C" fn pthread_barrier_destroy(b: *mut pthread_barrier_t) -> c
             yield_now();
         } else {
             // SAFETY: the raw syscall (sched_yield is interposed).
-            unsafe { libc::syscall(libc::SYS_sched_yield) };
+            unsafe { crate::sys::real::syscall!(libc::SYS_sched_yield) };
         }
     }
     w.tag.store(0, Ordering::Release);
@@ -1078,6 +1078,22 @@ pub unsafe extern "C" fn pthread_once(
     }
 }
 
+/// glibc's spinlock values. x86_64's assembly initialises and unlocks with
+/// 1 and takes the lock by decrementing it to 0 (natively, contenders push
+/// it below 0 while they wait); the generic C version uses 0 for free and
+/// 1 for held. `pthread_spin_init`, `trylock` and `unlock` stay glibc's.
+#[cfg(target_arch = "x86_64")]
+const SPIN_FREE: i32 = 1;
+#[cfg(target_arch = "x86_64")]
+const SPIN_HELD: i32 = 0;
+#[cfg(not(target_arch = "x86_64"))]
+const SPIN_FREE: i32 = 0;
+#[cfg(not(target_arch = "x86_64"))]
+const SPIN_HELD: i32 = 1;
+
+/// Rounds of spinning and yielding before a spinner starts sleeping.
+const SPIN_YIELD_ROUNDS: u32 = 16;
+
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_lock(l: *mut c_int) -> c_int {
     if !on() || !in_coroutine() {
@@ -1085,20 +1101,30 @@ pub unsafe extern "C" fn pthread_spin_lock(l: *mut c_int) -> c_int {
         return unsafe { real::pthread_spin_lock(l) };
     }
     // The holder may be a coroutine of this very worker: spin a little,
-    // then let the others run.
-    // SAFETY: pthread_spinlock_t is an aligned int (0 free, nonzero held).
+    // then let the others run. A yield only runs coroutines that are
+    // runnable; a holder waiting for a timer or an fd needs the worker to
+    // get back to its timers and epoll, so a spinner that keeps failing
+    // sleeps, from 16 us up to 1 ms.
+    // SAFETY: pthread_spinlock_t is an aligned int (see SPIN_FREE).
     let w = unsafe { &*(l as *const AtomicI32) };
+    let mut round = 0u32;
     loop {
         for _ in 0..100 {
-            if w.load(Ordering::Relaxed) == 0
-                && w.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            if w.load(Ordering::Relaxed) == SPIN_FREE
+                && w.compare_exchange(SPIN_FREE, SPIN_HELD, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
                 return 0;
             }
             std::hint::spin_loop();
         }
-        yield_now();
+        if round < SPIN_YIELD_ROUNDS {
+            yield_now();
+        } else {
+            let shift = (round - SPIN_YIELD_ROUNDS).min(6);
+            sched::sleep_until(crate::sys::now_ns() + (16_000 << shift));
+        }
+        round = round.saturating_add(1);
     }
 }
 

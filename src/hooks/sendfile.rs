@@ -67,7 +67,7 @@ fn is_pipe(fd: c_int) -> bool {
     // family may be interposed).
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
-    let r = unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st) };
+    let r = unsafe { crate::sys::real::syscall!(libc::SYS_fstat, fd, &mut st) };
     r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO
 }
 

@@ -186,14 +186,14 @@ pub unsafe extern "C" fn sigsuspend(mask: *const sigset_t) -> c_int {
             // SAFETY: valid sets; the raw syscall applies to this thread only.
             unsafe {
                 let mut old: sigset_t = std::mem::zeroed();
-                libc::syscall(
+                crate::sys::real::syscall!(
                     libc::SYS_rt_sigprocmask,
                     libc::SIG_SETMASK,
                     &m,
                     &mut old,
                     8usize,
                 );
-                libc::syscall(
+                crate::sys::real::syscall!(
                     libc::SYS_rt_sigprocmask,
                     libc::SIG_SETMASK,
                     &old,

@@ -246,7 +246,9 @@ pub unsafe extern "C" fn getsockopt(
 fn set_nonblock_raw(fd: c_int, on: bool) -> bool {
     let v: c_int = on.into();
     // SAFETY: FIONBIO reads an int from a live local.
-    unsafe { libc::syscall(libc::SYS_ioctl, fd, libc::FIONBIO, &v as *const c_int) == 0 }
+    unsafe {
+        crate::sys::real::syscall!(libc::SYS_ioctl, fd, libc::FIONBIO, &v as *const c_int) == 0
+    }
 }
 
 /// One connect attempt with O_NONBLOCK set for the duration of the call.
@@ -279,10 +281,14 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
     let mut started = false;
     let mut deadline = None;
     let mut deadline_known = false;
+    let caller_errno = errno();
     loop {
         let seen = e.snapshot(Dir::Write);
         let (r, err) = connect_nonblocking(fd, addr, len)?;
         if r == 0 {
+            // A blocking connect that succeeds leaves errno alone: not the
+            // EINPROGRESS of the attempt before the park.
+            set_errno(caller_errno);
             return Some(0);
         }
         if !deadline_known {

@@ -51,6 +51,8 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
         // call us.
         unsafe { std::mem::transmute::<usize, MainFn>(p) }
     };
+    #[cfg(target_arch = "x86_64")]
+    super::syscall::init();
     let cfg = match Config::from_env() {
         Ok(c) => c,
         Err(msg) => {

@@ -12,6 +12,7 @@
 //! - every other worker is marked dead: never started, never placed on;
 //! - the fd table is rebuilt without waiters or epoll registrations (the
 //!   parent's), keeping what the hooks learned about each fd;
+//! - the futex table (`sync`) forgets the parent's sleepers;
 //! - the blocking pool and the watchdog forget their threads;
 //! - the forking coroutine is the child's only one. If it is not `main`,
 //!   its end is the end of the child's last thread: the child exits with
@@ -32,6 +33,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
         None => return,
     };
     super::fdtable::rebuild_after_fork();
+    super::sync::after_fork_child();
     if let Err(e) = super::worker::reset_after_fork(w) {
         crate::sys::raw_stderr(
             format!("corun: forked child cannot rebuild its scheduler: {e}\n").as_bytes(),

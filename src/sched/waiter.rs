@@ -61,7 +61,7 @@ impl ThreadParker {
         if self.state.swap(1, Ordering::Release) == 0 {
             // SAFETY: futex wake on a live AtomicU32.
             unsafe {
-                libc::syscall(
+                crate::sys::real::syscall!(
                     libc::SYS_futex,
                     self.state.as_ptr(),
                     libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
@@ -93,7 +93,7 @@ impl ThreadParker {
                 .map_or(std::ptr::null(), |t| t as *const libc::timespec);
             // SAFETY: futex wait on a live AtomicU32 with a NULL or valid timeout.
             unsafe {
-                libc::syscall(
+                crate::sys::real::syscall!(
                     libc::SYS_futex,
                     self.state.as_ptr(),
                     libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,

@@ -26,7 +26,8 @@ impl Epoll {
     pub fn new() -> std::io::Result<Epoll> {
         // SAFETY: epoll_create1 has no memory preconditions.
         // (raw syscall: `epoll_create1` is interposed by corun)
-        let fd = unsafe { libc::syscall(libc::SYS_epoll_create1, libc::EPOLL_CLOEXEC) } as i32;
+        let fd = unsafe { crate::sys::real::syscall!(libc::SYS_epoll_create1, libc::EPOLL_CLOEXEC) }
+            as i32;
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -80,7 +81,7 @@ impl Epoll {
                 .map_or(std::ptr::null(), |t| t as *const libc::timespec);
             // SAFETY: `events` is writable for `max` entries; `tsp` is NULL or valid.
             let n = unsafe {
-                libc::syscall(
+                crate::sys::real::syscall!(
                     libc::SYS_epoll_pwait2,
                     self.fd,
                     events.as_mut_ptr(),
@@ -102,7 +103,7 @@ impl Epoll {
             };
             // SAFETY: as above.
             unsafe {
-                libc::syscall(
+                crate::sys::real::syscall!(
                     libc::SYS_epoll_pwait,
                     self.fd,
                     events.as_mut_ptr(),
@@ -132,7 +133,7 @@ impl EventFd {
         // SAFETY: eventfd has no memory preconditions.
         // (raw syscall: `eventfd` is interposed by corun)
         let fd = unsafe {
-            libc::syscall(
+            crate::sys::real::syscall!(
                 libc::SYS_eventfd2,
                 0,
                 libc::EFD_CLOEXEC | libc::EFD_NONBLOCK,
@@ -157,7 +158,7 @@ impl EventFd {
         let new = EventFd::new()?.fd();
         let old = self.fd.swap(new, Ordering::Relaxed);
         // SAFETY: raw close of our own old fd (the hook would refuse it).
-        unsafe { libc::syscall(libc::SYS_close, old) };
+        unsafe { crate::sys::real::syscall!(libc::SYS_close, old) };
         Ok(())
     }
 
@@ -165,13 +166,17 @@ impl EventFd {
     pub fn signal(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 (raw syscall: `write` is hooked).
-        unsafe { libc::syscall(libc::SYS_write, self.fd(), &one as *const u64, 8usize) };
+        unsafe {
+            crate::sys::real::syscall!(libc::SYS_write, self.fd(), &one as *const u64, 8usize)
+        };
     }
 
     /// Resets the counter to zero.
     pub fn drain(&self) {
         let mut v: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64; the fd is non-blocking.
-        unsafe { libc::syscall(libc::SYS_read, self.fd(), &mut v as *mut u64, 8usize) };
+        unsafe {
+            crate::sys::real::syscall!(libc::SYS_read, self.fd(), &mut v as *mut u64, 8usize)
+        };
     }
 }

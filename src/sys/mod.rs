@@ -30,7 +30,9 @@ pub fn raw_stderr(msg: &[u8]) {
     let mut off = 0;
     while off < msg.len() {
         // SAFETY: the pointer and length describe a live slice.
-        let n = unsafe { libc::syscall(libc::SYS_write, 2, msg[off..].as_ptr(), msg.len() - off) };
+        let n = unsafe {
+            crate::sys::real::syscall!(libc::SYS_write, 2, msg[off..].as_ptr(), msg.len() - off)
+        };
         if n <= 0 {
             if n < 0 && errno() == libc::EINTR {
                 continue;
@@ -128,11 +130,11 @@ pub fn move_fd_high(fd: i32) -> i32 {
     // SAFETY: raw fcntl/close on an fd this function owns (the hooks for
     // these names must not see runtime fds).
     unsafe {
-        let nfd = libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, base);
+        let nfd = crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, base);
         if nfd < 0 {
             return fd;
         }
-        libc::syscall(libc::SYS_close, fd);
+        crate::sys::real::syscall!(libc::SYS_close, fd);
         nfd as i32
     }
 }
@@ -172,7 +174,7 @@ pub fn block_all_signals() {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut set);
-        libc::syscall(
+        crate::sys::real::syscall!(
             libc::SYS_rt_sigprocmask,
             libc::SIG_BLOCK,
             &set as *const libc::sigset_t,
@@ -185,7 +187,7 @@ pub fn block_all_signals() {
 /// The kernel thread id of the caller.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+    unsafe { crate::sys::real::syscall!(libc::SYS_gettid) as i32 }
 }
 
 #[cfg(test)]

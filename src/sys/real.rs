@@ -133,6 +133,35 @@ real_fns! {
     fn fork() -> libc::pid_t;
 }
 
+/// glibc's `syscall(2)` wrapper, C-variadic as in C.
+pub type SyscallFn = unsafe extern "C" fn(libc::c_long, ...) -> libc::c_long;
+
+/// Where glibc's `syscall` is kept once resolved. `hooks::syscall` reads it
+/// from assembly, to send corun's own calls (Rust std's futex, `libc::syscall`
+/// in the runtime) straight to glibc.
+pub static SYSCALL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// glibc's `syscall`, never the hook of that name.
+#[inline]
+pub fn syscall_fn() -> SyscallFn {
+    let mut p = SYSCALL.load(Ordering::Acquire);
+    if p.is_null() {
+        p = resolve_into(&SYSCALL, c"syscall");
+    }
+    // SAFETY: `p` is glibc's `long syscall(long number, ...)`.
+    unsafe { std::mem::transmute::<*mut c_void, SyscallFn>(p) }
+}
+
+/// `syscall!(SYS_x, args...)`: glibc's `syscall(SYS_x, args...)`, for runtime
+/// code (the program's calls to that name reach `hooks::syscall`). Used
+/// inside `unsafe`, with the contract of the system call made.
+macro_rules! syscall {
+    ($($arg:expr),+ $(,)?) => {
+        ($crate::sys::real::syscall_fn())($($arg),+)
+    };
+}
+pub(crate) use syscall;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,12 +34,30 @@
 //! Nothing here knows about libc objects: `hooks::pthread_sync` builds
 //! mutexes, condition variables, rwlocks, barriers, once and semaphores on
 //! these two calls, with the algorithms one builds on a futex.
+//!
+//! The same table serves the program's own futexes (`hooks::syscall`, for
+//! `syscall(SYS_futex, ...)` from libstdc++ or Rust std): there a coroutine
+//! parks here (`park_on`, with the waiter's FUTEX_WAIT_BITSET bits), every
+//! wake looks here first (`wake_parked`, `requeue_parked`, `wake_two`) and
+//! then makes the real kernel call for the rest, which reaches native
+//! threads and other processes. A coroutine moved to another word by a
+//! requeue learns its new word from a cell on its own stack (`Slot::at`),
+//! so a timeout still finds its slot.
+//!
+//! Every wake first asks `PARKED` whether any coroutine sleeps in the table
+//! at all: a waiter counts itself before it compares the word and a waker
+//! reads the count after changing it (both sequentially consistent), so a
+//! zero read means every future sleeper will see the new value.
+
+mod ops;
+
+pub use ops::{requeue_parked, wake_two};
 
 use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::fdtable::lock;
-use super::park::{current_id, in_coroutine, Woken};
+use super::park::{current_id, in_coroutine, park_as, Woken};
 use super::waiter::Waiter;
 
 /// When a wait ends at the latest.
@@ -66,11 +84,26 @@ pub enum WaitResult {
 
 const BUCKETS: usize = 1024;
 
-/// One sleeping coroutine: the word it waits on, and how to wake it.
+/// The bits of a waiter that every wake matches (FUTEX_BITSET_MATCH_ANY).
+pub const MATCH_ANY: u32 = u32::MAX;
+
+/// One sleeping coroutine: the word it waits on, its FUTEX_WAIT_BITSET
+/// bits, and how to wake it.
 struct Slot {
     addr: usize,
+    bits: u32,
+    /// The waiter's own record of `addr`, on its stack: a requeue writes the
+    /// new word there (under both buckets' locks), so a waiter that times
+    /// out knows which bucket holds its slot now.
+    at: *const AtomicUsize,
     waiter: Waiter,
 }
+
+// SAFETY: `at` points into the stack of a parked coroutine that stays
+// parked (its frame alive) while the slot is in the table; it is only
+// written under the lock of the bucket holding the slot, and read by its
+// owner under that same lock.
+unsafe impl Send for Slot {}
 
 /// The sleepers of the words that hash to one bucket, in arrival order.
 ///
@@ -81,6 +114,66 @@ static LOT: [Mutex<Vec<Slot>>; BUCKETS] = [const { Mutex::new(Vec::new()) }; BUC
 
 /// Native threads that are, or may be about to be, in a kernel futex wait.
 static KERNEL_SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Coroutines that are, or may be about to be, queued in the table.
+static PARKED: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether some coroutine may sleep in the table. A waker calls it after
+/// changing the word: false means no wake-up can be owed to the table.
+#[inline]
+pub fn any_parked() -> bool {
+    fence(Ordering::SeqCst);
+    PARKED.load(Ordering::SeqCst) != 0
+}
+
+/// Wakers take sleepers out in batches of this many (their waiters are
+/// woken with the lock released, and no allocation happens under it).
+const BATCH: usize = 32;
+
+/// Sleepers taken out of a bucket, to wake once it is unlocked.
+struct Batch {
+    w: [Option<Waiter>; BATCH],
+    n: usize,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        Batch {
+            w: [const { None }; BATCH],
+            n: 0,
+        }
+    }
+
+    /// Moves up to `max` sleepers of `addr` matching `bits` out of `g`, in
+    /// arrival order, as far as the batch has room. Returns how many.
+    fn take(&mut self, g: &mut Vec<Slot>, addr: usize, bits: u32, max: usize) -> usize {
+        let room = max.min(BATCH - self.n);
+        let mut k = 0;
+        for s in g
+            .extract_if(.., |s| s.addr == addr && s.bits & bits != 0)
+            .take(room)
+        {
+            self.w[self.n] = Some(s.waiter);
+            self.n += 1;
+            k += 1;
+        }
+        k
+    }
+
+    fn full(&self) -> bool {
+        self.n == BATCH
+    }
+
+    /// Wakes everyone taken (call with no bucket locked).
+    fn wake(&mut self) {
+        for w in self.w[..self.n].iter_mut() {
+            if let Some(w) = w.take() {
+                w.wake();
+            }
+        }
+        self.n = 0;
+    }
+}
 
 fn bucket(addr: usize) -> &'static Mutex<Vec<Slot>> {
     let h = (addr as u64 >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
@@ -129,7 +222,7 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> Wait
         };
     }
     if in_coroutine() {
-        wait_coroutine(word, expected, deadline, false)
+        park_on(word, expected, MATCH_ANY, deadline)
     } else {
         wait_kernel(word, expected, deadline)
     }
@@ -149,37 +242,26 @@ pub fn wait_cancelable(word: &AtomicU32, expected: u32, deadline: Option<Deadlin
     if deadline.is_some_and(|d| d.passed()) || !in_coroutine() {
         return wait(word, expected, deadline);
     }
-    let r = wait_coroutine(word, expected, deadline, true);
-    if t.ident.cancel_due() {
-        let addr = word.as_ptr() as usize;
-        let me = t.id;
-        let mut g = lock(bucket(addr));
-        let mine = g
-            .iter()
-            .position(|s| s.addr == addr && s.waiter.is_park(me, t.current_park().unwrap_or(0)));
-        let slot = mine.map(|i| g.remove(i));
-        drop(g);
-        if slot.is_none() && r == WaitResult::Woken {
-            wake(word, 1);
-        }
-        drop(slot);
+    let (r, consumed) = park_on_as(word, expected, MATCH_ANY, deadline, true);
+    if t.ident.cancel_due() && consumed {
+        wake(word, 1);
     }
     r
 }
 
-/// Locks bucket `b` with room for one more slot, growing it (if needed)
-/// with the lock released.
-fn lock_with_room(b: &'static Mutex<Vec<Slot>>) -> MutexGuard<'static, Vec<Slot>> {
+/// Locks bucket `b` with room for `extra` more slots, growing it (if
+/// needed) with the lock released.
+fn lock_with_room(b: &'static Mutex<Vec<Slot>>, extra: usize) -> MutexGuard<'static, Vec<Slot>> {
     loop {
         let g = lock(b);
-        if g.len() < g.capacity() {
+        if g.capacity() - g.len() >= extra {
             return g;
         }
-        let want = (g.capacity() * 2).max(8);
+        let want = (g.capacity() * 2).max(g.len() + extra).max(8);
         drop(g);
         let mut fresh: Vec<Slot> = Vec::with_capacity(want);
         let mut g = lock(b);
-        if g.len() < g.capacity() {
+        if g.capacity() - g.len() >= extra || g.len() > want {
             drop(g);
             drop(fresh);
             continue;
@@ -193,20 +275,37 @@ fn lock_with_room(b: &'static Mutex<Vec<Slot>>) -> MutexGuard<'static, Vec<Slot>
     }
 }
 
-fn wait_coroutine(
+/// Parks the calling coroutine while `*word == expected` (checked under
+/// the bucket lock) until a wake whose bits meet `bits`, or the deadline.
+/// Must be called from a coroutine.
+pub fn park_on(
     word: &AtomicU32,
     expected: u32,
+    bits: u32,
+    deadline: Option<Deadline>,
+) -> WaitResult {
+    park_on_as(word, expected, bits, deadline, false).0
+}
+
+/// `park_on`, at a cancellation point if `cancelable` (`pthread_cancel`
+/// ends the park). Also returns whether a wake was consumed: false when the
+/// wait ended (timeout, cancellation) with the waiter still queued.
+fn park_on_as(
+    word: &AtomicU32,
+    expected: u32,
+    bits: u32,
     deadline: Option<Deadline>,
     cancelable: bool,
-) -> WaitResult {
+) -> (WaitResult, bool) {
     let addr = word.as_ptr() as usize;
-    let b = bucket(addr);
+    let at = AtomicUsize::new(addr);
     let me = current_id();
     let mut my_token = 0;
-    let woken = super::park::park_as(
+    PARKED.fetch_add(1, Ordering::SeqCst);
+    let woken = park_as(
         cancelable,
         |w| {
-            let mut g = lock_with_room(b);
+            let mut g = lock_with_room(bucket(addr), 1);
             if word.load(Ordering::SeqCst) != expected {
                 drop(g);
                 return false;
@@ -214,30 +313,55 @@ fn wait_coroutine(
             if let Waiter::Task { token, .. } = &w {
                 my_token = *token;
             }
-            g.push(Slot { addr, waiter: w });
+            g.push(Slot {
+                addr,
+                bits,
+                at: &at,
+                waiter: w,
+            });
             true
         },
         deadline.map(Deadline::monotonic),
     );
-    match woken {
-        Woken::NotParked => WaitResult::Mismatch,
-        Woken::Event => WaitResult::Woken,
-        Woken::TimedOut => {
-            // Still queued: nobody woke us, the timeout stands. Gone: a wake
-            // took us out of the queue, and it must count as ours.
-            let mut g = lock(b);
-            let Some(i) = g
-                .iter()
-                .position(|s| s.addr == addr && s.waiter.is_park(me, my_token))
-            else {
-                return WaitResult::Woken;
-            };
-            let slot = g.remove(i);
-            drop(g);
-            drop(slot);
-            WaitResult::TimedOut
+    // A cancellation wakes the park with the waiter still queued.
+    let cancelled = cancelable
+        && matches!(woken, Woken::Event)
+        && super::park::current().is_some_and(|t| t.ident.cancel_due());
+    let r = match woken {
+        Woken::NotParked => (WaitResult::Mismatch, false),
+        Woken::Event if !cancelled => (WaitResult::Woken, true),
+        Woken::Event | Woken::TimedOut => {
+            // Still queued: nobody woke us, the timeout (or cancellation)
+            // stands. Gone: a wake took us out of the queue, and it must
+            // count as ours. A requeue may have moved the slot: `at` names
+            // its word, read under the lock of the bucket that held it.
+            let mut cur = addr;
+            loop {
+                let mut g = lock(bucket(cur));
+                if let Some(i) = g
+                    .iter()
+                    .position(|s| s.addr == cur && s.waiter.is_park(me, my_token))
+                {
+                    let slot = g.remove(i);
+                    drop(g);
+                    drop(slot);
+                    break if cancelled {
+                        (WaitResult::Woken, false)
+                    } else {
+                        (WaitResult::TimedOut, false)
+                    };
+                }
+                let next = at.load(Ordering::Acquire);
+                drop(g);
+                if next == cur {
+                    break (WaitResult::Woken, true);
+                }
+                cur = next;
+            }
         }
-    }
+    };
+    PARKED.fetch_sub(1, Ordering::SeqCst);
+    r
 }
 
 fn wait_kernel(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
@@ -255,7 +379,7 @@ fn wait_kernel(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> W
     // SAFETY: FUTEX_WAIT_BITSET on a live AtomicU32 with an absolute timeout
     // (or NULL); the kernel compares the word atomically.
     let r = unsafe {
-        libc::syscall(
+        crate::sys::real::syscall!(
             libc::SYS_futex,
             word.as_ptr(),
             libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG | flags,
@@ -280,47 +404,14 @@ fn wait_kernel(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> W
 /// Wakes up to `n` sleepers on `word` (coroutines first, then threads
 /// sleeping in the kernel). Returns the number of coroutines woken.
 pub fn wake(word: &AtomicU32, n: usize) -> usize {
-    let addr = word.as_ptr() as usize;
-    let b = bucket(addr);
-    let mut k = 0;
-    if n == 1 {
-        let slot = {
-            let mut g = lock(b);
-            g.iter().position(|s| s.addr == addr).map(|i| g.remove(i))
-        };
-        if let Some(s) = slot {
-            s.waiter.wake();
-            k = 1;
-        }
-    } else {
-        // Every sleeper that saw the old value is queued by now (compare and
-        // queue happen under the bucket lock, after the caller changed the
-        // word): count them, make room unlocked, take them out.
-        let count = lock(b).iter().filter(|s| s.addr == addr).count();
-        if count != 0 {
-            let room = count.min(n);
-            let mut out: Vec<Waiter> = Vec::with_capacity(room);
-            {
-                let mut g = lock(b);
-                out.extend(
-                    g.extract_if(.., |s| s.addr == addr)
-                        .take(room)
-                        .map(|s| s.waiter),
-                );
-            }
-            k = out.len();
-            for w in out {
-                w.wake();
-            }
-        }
-    }
+    let k = wake_parked(word.as_ptr() as usize, n, MATCH_ANY);
     if k < n {
         fence(Ordering::SeqCst);
         if KERNEL_SLEEPERS.load(Ordering::SeqCst) != 0 {
             let m = (n - k).min(i32::MAX as usize) as i32;
             // SAFETY: FUTEX_WAKE on a live word; no memory is written.
             unsafe {
-                libc::syscall(
+                crate::sys::real::syscall!(
                     libc::SYS_futex,
                     word.as_ptr(),
                     libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
@@ -330,6 +421,46 @@ pub fn wake(word: &AtomicU32, n: usize) -> usize {
         }
     }
     k
+}
+
+/// Wakes up to `n` coroutines parked on the word at `addr` whose bits meet
+/// `bits`, oldest first; returns how many. Threads in the kernel are the
+/// caller's business.
+pub fn wake_parked(addr: usize, n: usize, bits: u32) -> usize {
+    if n == 0 || !any_parked() {
+        return 0;
+    }
+    // Every sleeper that saw the old value is queued by now (compare and
+    // queue happen under the bucket lock, after the caller changed the
+    // word): take them out a batch at a time.
+    let b = bucket(addr);
+    let mut batch = Batch::new();
+    let mut k = 0;
+    loop {
+        let got = batch.take(&mut lock(b), addr, bits, n - k);
+        let more = batch.full();
+        batch.wake();
+        k += got;
+        if k >= n || !more {
+            return k;
+        }
+    }
+}
+
+/// In a forked child: the table's sleepers are the parent's coroutines,
+/// which do not exist here; they are forgotten (not dropped: nothing of
+/// theirs may run), and nobody sleeps any more. A bucket some other thread
+/// of the parent held at the fork stays as it is (that thread is gone).
+pub fn after_fork_child() {
+    for b in LOT.iter() {
+        if let Ok(mut g) = b.try_lock() {
+            for s in g.drain(..) {
+                std::mem::forget(s);
+            }
+        }
+    }
+    PARKED.store(0, Ordering::SeqCst);
+    KERNEL_SLEEPERS.store(0, Ordering::SeqCst);
 }
 
 /// Wakes every sleeper on `word`.

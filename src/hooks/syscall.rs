@@ -1,0 +1,478 @@
+//! `syscall(long number, ...)`: the program's own futexes.
+//!
+//! libstdc++ (std::latch, barrier, counting_semaphore, atomic::wait,
+//! future) and Rust std (Mutex, Condvar, thread::park, mpsc) wait with
+//! `syscall(SYS_futex, ...)`. A coroutine sleeping in that syscall would
+//! hold its worker, and with it the coroutine that would wake it. So for
+//! SYS_futex this hook does what the kernel does, on the table of
+//! `sched::sync` that the pthread objects already share with native
+//! threads (one table, so one word may be waited on both ways):
+//!
+//! - FUTEX_WAIT, FUTEX_WAIT_BITSET from a coroutine: one non-blocking
+//!   attempt first, the real FUTEX_WAIT_BITSET with a deadline already past.
+//!   The kernel compares the word and checks the arguments, so EAGAIN,
+//!   EINVAL and EFAULT are its own; ETIMEDOUT from it means "would sleep",
+//!   and the coroutine parks in the table (`sync::park_on`), comparing again
+//!   under the bucket lock, until a wake, the deadline (relative, monotonic
+//!   for FUTEX_WAIT; absolute on the clock FUTEX_CLOCK_REALTIME chooses for
+//!   FUTEX_WAIT_BITSET) or, for a shared (non-PRIVATE) futex, a 10 ms pause
+//!   after which it looks whether the word changed: only a word another
+//!   process woke can change unseen by the table, and a return of 0 may
+//!   always be spurious for a futex waiter.
+//! - FUTEX_WAKE, FUTEX_WAKE_BITSET, FUTEX_REQUEUE, FUTEX_CMP_REQUEUE,
+//!   FUTEX_WAKE_OP from anyone: coroutines parked in the table first, then
+//!   the real kernel call for what is left, which reaches native threads
+//!   and other processes. The result is the kernel's count (woken, plus
+//!   requeued for the requeues) over both kinds of sleeper: programs use it
+//!   (Rust's RwLock asks whether a wake found a writer). When no coroutine
+//!   sleeps in the table at all (`sync::any_parked`), the call is the
+//!   kernel's, unchanged. FUTEX_WAKE_OP changes its second word under the
+//!   table's locks, so no coroutine compares it in between.
+//! - a native thread's waits (and every other futex command: PI locks,
+//!   FUTEX_WAIT_REQUEUE_PI...) go to the kernel as they are.
+//!
+//! Every other system call number goes straight to glibc's `syscall`.
+//!
+//! corun's own code reaches `syscall` too: Rust std's Mutex inside
+//! libcorun.so, like the program's, calls the exported name, which the
+//! dynamic linker resolves to this hook. Runtime code must never park
+//! here (a worker could then wait on a lock a parked coroutine holds), so
+//! the exported `syscall` is a few instructions of assembly that look at
+//! the return address first: a call from inside libcorun.so jumps to
+//! glibc's `syscall` directly, any other goes to `syscall_hook`. The range
+//! of libcorun.so's code is read once from its own program headers.
+//!
+//! The C prototype is variadic. On x86_64 Linux a variadic callee finds
+//! its integer arguments where a non-variadic one with the same argument
+//! list finds them: number and five arguments in registers, the sixth on
+//! the stack. So the hook is declared with seven `c_long`s; when the caller
+//! passed fewer, the last ones hold whatever was there and are not used for
+//! a call that takes fewer (glibc's own `syscall` reads the same stack slot
+//! the same way).
+//!
+//! Not done: FUTEX_WAITV (the hook passes it through: a coroutine using it
+//! blocks its worker). A bad pointer to the word of a parked wait, to the
+//! timeout or to FUTEX_WAKE_OP's second word faults where the kernel would
+//! return EFAULT, when coroutines sleep in the table.
+
+use std::ffi::{c_int, c_long, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+use crate::sched::in_coroutine;
+use crate::sched::sync::{self, Deadline, WaitResult, MATCH_ANY};
+use crate::sys::{errno, real, set_errno};
+
+const FUTEX_WAIT: c_int = libc::FUTEX_WAIT;
+const FUTEX_WAKE: c_int = libc::FUTEX_WAKE;
+const FUTEX_REQUEUE: c_int = libc::FUTEX_REQUEUE;
+const FUTEX_CMP_REQUEUE: c_int = libc::FUTEX_CMP_REQUEUE;
+const FUTEX_WAKE_OP: c_int = libc::FUTEX_WAKE_OP;
+const FUTEX_WAIT_BITSET: c_int = libc::FUTEX_WAIT_BITSET;
+const FUTEX_WAKE_BITSET: c_int = libc::FUTEX_WAKE_BITSET;
+const PRIVATE: c_int = libc::FUTEX_PRIVATE_FLAG;
+const REALTIME: c_int = libc::FUTEX_CLOCK_REALTIME;
+
+/// How often a coroutine waiting on a shared futex looks at its word.
+const SHARED_PAUSE_NS: u64 = 10_000_000;
+
+/// libcorun.so's code: [SELF_LO, SELF_HI). Written once, LO first (the
+/// trampoline reads LO, then HI).
+static SELF_LO: AtomicUsize = AtomicUsize::new(0);
+static SELF_HI: AtomicUsize = AtomicUsize::new(0);
+static INIT: AtomicBool = AtomicBool::new(false);
+
+/// The exported `syscall`: a call from libcorun.so itself jumps to glibc's
+/// `syscall` (once resolved), any other to `syscall_hook`. Only rax and r11
+/// are touched (neither carries an argument); the stack is left as the
+/// caller made it, so both targets see the original call.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn syscall(
+    n: c_long,
+    a1: c_long,
+    a2: c_long,
+    a3: c_long,
+    a4: c_long,
+    a5: c_long,
+    a6: c_long,
+) -> c_long {
+    core::arch::naked_asm!(
+        "mov rax, qword ptr [rsp]",
+        "mov r11, qword ptr [rip + {lo}@GOTPCREL]",
+        "cmp rax, qword ptr [r11]",
+        "jb 2f",
+        "mov r11, qword ptr [rip + {hi}@GOTPCREL]",
+        "cmp rax, qword ptr [r11]",
+        "jae 2f",
+        "mov r11, qword ptr [rip + {real}@GOTPCREL]",
+        "mov r11, qword ptr [r11]",
+        "test r11, r11",
+        "jz 2f",
+        "jmp r11",
+        "2:",
+        "jmp {hook}",
+        lo = sym SELF_LO,
+        hi = sym SELF_HI,
+        real = sym real::SYSCALL,
+        hook = sym syscall_hook,
+    )
+}
+
+/// Finds libcorun.so's code range and glibc's `syscall` (idempotent; the
+/// runtime calls it at start, the hook on its first call).
+pub fn init() {
+    if INIT.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    real::syscall_fn();
+    if let Some((lo, hi)) = own_code() {
+        SELF_LO.store(lo, Ordering::Release);
+        SELF_HI.store(hi, Ordering::Release);
+    }
+}
+
+/// The lowest and highest address of libcorun.so's executable segments.
+fn own_code() -> Option<(usize, usize)> {
+    // SAFETY: a zeroed Dl_info is a valid out-buffer; the address is one of
+    // our functions.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    if unsafe { libc::dladdr(syscall_hook as *const c_void, &mut info) } == 0
+        || info.dli_fbase.is_null()
+    {
+        return None;
+    }
+    let base = info.dli_fbase as usize;
+    // SAFETY: a loaded ELF object's header is mapped at its base (the first
+    // PT_LOAD starts at file offset 0); checked by its magic.
+    let eh = unsafe { &*(base as *const libc::Elf64_Ehdr) };
+    if eh.e_ident[..4] != [0x7f, b'E', b'L', b'F'] {
+        return None;
+    }
+    // SAFETY: the program headers lie in that first mapped segment.
+    let phs = unsafe {
+        std::slice::from_raw_parts(
+            (base + eh.e_phoff as usize) as *const libc::Elf64_Phdr,
+            eh.e_phnum as usize,
+        )
+    };
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    for ph in phs {
+        if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
+            lo = lo.min(base + ph.p_vaddr as usize);
+            hi = hi.max(base + (ph.p_vaddr + ph.p_memsz) as usize);
+        }
+    }
+    (lo < hi).then_some((lo, hi))
+}
+
+/// glibc's `syscall` with every argument.
+fn real6(n: c_long, a: [c_long; 6]) -> c_long {
+    // SAFETY: the caller's own call, made as it asked.
+    unsafe { real::syscall!(n, a[0], a[1], a[2], a[3], a[4], a[5]) }
+}
+
+/// The real futex call.
+fn kernel(
+    uaddr: c_long,
+    op: c_int,
+    val: c_long,
+    t: c_long,
+    uaddr2: c_long,
+    val3: c_long,
+) -> c_long {
+    real6(libc::SYS_futex, [uaddr, op as c_long, val, t, uaddr2, val3])
+}
+
+/// Every call from outside libcorun.so.
+unsafe extern "C" fn syscall_hook(
+    n: c_long,
+    a1: c_long,
+    a2: c_long,
+    a3: c_long,
+    a4: c_long,
+    a5: c_long,
+    a6: c_long,
+) -> c_long {
+    if !INIT.load(Ordering::Relaxed) {
+        init();
+    }
+    if n == libc::SYS_futex {
+        if let Some(r) = futex(a1, a2 as c_int, a3, a4, a5, a6) {
+            return r;
+        }
+    }
+    real6(n, [a1, a2, a3, a4, a5, a6])
+}
+
+fn fail(e: c_int) -> c_long {
+    set_errno(e);
+    -1
+}
+
+/// SYS_futex, where corun has a part; None: the kernel's call as it is.
+fn futex(
+    uaddr: c_long,
+    op: c_int,
+    val: c_long,
+    t: c_long,
+    uaddr2: c_long,
+    val3: c_long,
+) -> Option<c_long> {
+    let cmd = op & !(PRIVATE | REALTIME);
+    match cmd {
+        FUTEX_WAIT | FUTEX_WAIT_BITSET if in_coroutine() => {
+            Some(wait(uaddr, op, val as u32, t, val3))
+        }
+        // FUTEX_CLOCK_REALTIME on anything but a wait: the kernel's ENOSYS.
+        _ if op & REALTIME != 0 => None,
+        FUTEX_WAKE | FUTEX_WAKE_BITSET => wake(uaddr, op, val, t, uaddr2, val3),
+        FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => requeue(uaddr, op, val, t, uaddr2, val3),
+        FUTEX_WAKE_OP => wake_op(uaddr, op, val, t, uaddr2, val3),
+        _ => None,
+    }
+}
+
+/// A wait from a coroutine.
+fn wait(uaddr: c_long, op: c_int, val: u32, t: c_long, val3: c_long) -> c_long {
+    let cmd = op & !(PRIVATE | REALTIME);
+    let bits = if cmd == FUTEX_WAIT {
+        MATCH_ANY
+    } else {
+        val3 as u32
+    };
+    let deadline = if t == 0 {
+        None
+    } else {
+        // SAFETY: the timeout the caller passed (see the module comment).
+        let ts = unsafe { *(t as *const libc::timespec) };
+        if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) {
+            return fail(libc::EINVAL);
+        }
+        let ns = crate::sys::timespec_ns(&ts);
+        Some(if cmd == FUTEX_WAIT {
+            Deadline::Monotonic(crate::sys::now_ns().saturating_add(ns))
+        } else if op & REALTIME != 0 {
+            Deadline::Realtime(ns)
+        } else {
+            Deadline::Monotonic(ns)
+        })
+    };
+    // The attempt: a deadline of 0 on the monotonic clock has passed.
+    let past = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let r = kernel(
+        uaddr,
+        FUTEX_WAIT_BITSET | (op & PRIVATE),
+        val as c_long,
+        &past as *const libc::timespec as c_long,
+        0,
+        bits as c_long,
+    );
+    if r == 0 {
+        return 0;
+    }
+    if errno() != libc::ETIMEDOUT {
+        return -1;
+    }
+    if deadline.is_some_and(|d| d.passed()) {
+        return fail(libc::ETIMEDOUT);
+    }
+    // SAFETY: the kernel just read this aligned word; it is the program's
+    // futex, which it keeps alive while it waits on it.
+    let word = unsafe { &*(uaddr as *const AtomicU32) };
+    let shared = op & PRIVATE == 0;
+    let mut first = true;
+    loop {
+        let pause = shared.then(|| crate::sys::now_ns() + SHARED_PAUSE_NS);
+        let d = match (deadline, pause) {
+            (Some(d), Some(p)) => Some(Deadline::Monotonic(d.monotonic().min(p))),
+            (d, None) => d,
+            (None, Some(p)) => Some(Deadline::Monotonic(p)),
+        };
+        match sync::park_on(word, val, bits, d) {
+            WaitResult::Woken => return 0,
+            // The word changed while we slept: a wake we could not see.
+            WaitResult::Mismatch if !first => return 0,
+            WaitResult::Mismatch => return fail(libc::EAGAIN),
+            WaitResult::TimedOut if deadline.is_some_and(|d| d.passed()) => {
+                return fail(libc::ETIMEDOUT)
+            }
+            WaitResult::TimedOut => first = false,
+        }
+    }
+}
+
+/// How many a futex wake wakes: the kernel wakes one for a count <= 0.
+fn wake_count(v: c_long) -> usize {
+    let v = v as c_int;
+    if v <= 0 {
+        1
+    } else {
+        v as usize
+    }
+}
+
+/// The kernel's result for the sleepers the table did not have, added to
+/// the `k` it had; errno is left alone when the sum is a success.
+fn plus_kernel(k: usize, call: impl FnOnce() -> c_long) -> c_long {
+    let saved = errno();
+    let r = call();
+    if r >= 0 {
+        k as c_long + r
+    } else if k > 0 {
+        set_errno(saved);
+        k as c_long
+    } else {
+        r
+    }
+}
+
+fn wake(
+    uaddr: c_long,
+    op: c_int,
+    val: c_long,
+    t: c_long,
+    uaddr2: c_long,
+    val3: c_long,
+) -> Option<c_long> {
+    let bits = if op & !PRIVATE == FUTEX_WAKE_BITSET {
+        val3 as u32
+    } else {
+        MATCH_ANY
+    };
+    // Arguments the kernel refuses are its to refuse.
+    if bits == 0 || uaddr & 3 != 0 || !sync::any_parked() {
+        return None;
+    }
+    let n = wake_count(val);
+    let k = sync::wake_parked(uaddr as usize, n, bits);
+    if k >= n {
+        return Some(k as c_long);
+    }
+    Some(plus_kernel(k, || {
+        let rest = if k == 0 { val } else { (n - k) as c_long };
+        kernel(uaddr, op, rest, t, uaddr2, val3)
+    }))
+}
+
+fn requeue(
+    uaddr: c_long,
+    op: c_int,
+    val: c_long,
+    t: c_long,
+    uaddr2: c_long,
+    val3: c_long,
+) -> Option<c_long> {
+    let (n_wake, n_move) = (val as c_int, t as u32 as c_int);
+    if n_wake < 0 || n_move < 0 || (uaddr | uaddr2) & 3 != 0 || !sync::any_parked() {
+        return None;
+    }
+    let cmp = op & !PRIVATE == FUTEX_CMP_REQUEUE;
+    let check = || {
+        // SAFETY: only called when coroutines sleep on this word: it is
+        // an aligned, live futex of the program's.
+        !cmp || unsafe { &*(uaddr as *const AtomicU32) }.load(Ordering::SeqCst) == val3 as u32
+    };
+    let (n_wake, n_move) = (n_wake as usize, n_move as usize);
+    match sync::requeue_parked(uaddr as usize, uaddr2 as usize, n_wake, n_move, check) {
+        None => Some(fail(libc::EAGAIN)),
+        Some((0, 0)) => None,
+        Some((w, m)) => Some(plus_kernel(w + m, || {
+            // The comparison was made: the rest is a plain requeue.
+            kernel(
+                uaddr,
+                FUTEX_REQUEUE | (op & PRIVATE),
+                (n_wake - w) as c_long,
+                (n_move - m) as c_long,
+                uaddr2,
+                0,
+            )
+        })),
+    }
+}
+
+/// FUTEX_WAKE_OP's operation, decoded as the kernel does: the new value
+/// from the old, and the condition on the old value.
+fn decode_op(v: u32) -> Option<(impl Fn(u32) -> u32, impl Fn(u32) -> bool)> {
+    let sext12 = |x: u32| ((x << 20) as i32) >> 20;
+    let (op, cmp) = ((v >> 28) & 7, (v >> 24) & 15);
+    let mut oparg = sext12((v >> 12) & 0xfff);
+    let cmparg = sext12(v & 0xfff);
+    if v & (8 << 28) != 0 {
+        oparg = 1 << (oparg & 31);
+    }
+    let oparg = oparg as u32;
+    if op > 4 || cmp > 5 {
+        return None;
+    }
+    let apply = move |old: u32| match op {
+        0 => oparg,
+        1 => old.wrapping_add(oparg),
+        2 => old | oparg,
+        3 => old & !oparg,
+        _ => old ^ oparg,
+    };
+    let test = move |old: u32| {
+        let o = old as i32;
+        match cmp {
+            0 => o == cmparg,
+            1 => o != cmparg,
+            2 => o < cmparg,
+            3 => o <= cmparg,
+            4 => o > cmparg,
+            _ => o >= cmparg,
+        }
+    };
+    Some((apply, test))
+}
+
+fn wake_op(
+    uaddr: c_long,
+    op: c_int,
+    val: c_long,
+    t: c_long,
+    uaddr2: c_long,
+    val3: c_long,
+) -> Option<c_long> {
+    if (uaddr | uaddr2) & 3 != 0 || !sync::any_parked() {
+        return None;
+    }
+    let (apply, test) = decode_op(val3 as u32)?;
+    let (n1, n2) = (wake_count(val), wake_count(t as u32 as c_long));
+    let r = sync::wake_two(uaddr as usize, n1, uaddr2 as usize, n2, |parked| {
+        if !parked {
+            // No coroutine concerned: the kernel's call, made while no
+            // coroutine can start waiting on either word.
+            return Err(kernel(uaddr, op, val, t, uaddr2, val3));
+        }
+        // SAFETY: a coroutine sleeps on one of the words (see the module
+        // comment for the other); aligned, the program's futex.
+        let w2 = unsafe { &*(uaddr2 as *const AtomicU32) };
+        let old = w2
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |o| Some(apply(o)))
+            .unwrap_or_else(|o| o);
+        Ok(test(old))
+    });
+    let (k1, k2, cond) = match r {
+        Err(r) => return Some(r),
+        Ok(k) => k,
+    };
+    // The operation is done: what the kernel adds for its own sleepers is
+    // counted, its errors are not the caller's.
+    let saved = errno();
+    let wake_rest = |a: c_long, n: usize| -> c_long {
+        kernel(a, FUTEX_WAKE | (op & PRIVATE), n as c_long, 0, 0, 0).max(0)
+    };
+    let mut total = (k1 + k2) as c_long;
+    if k1 < n1 {
+        total += wake_rest(uaddr, n1 - k1);
+    }
+    if cond && k2 < n2 {
+        total += wake_rest(uaddr2, n2 - k2);
+    }
+    set_errno(saved);
+    Some(total)
+}
