@@ -228,7 +228,11 @@ fn find_thread_list(tp: usize) -> Option<usize> {
         // and `head` is only read once it is known to lie in _rtld_global.
         unsafe {
             let (next, prev) = (word(tp, off), word(tp, off + 8));
-            if next == prev && inside(next) && word(next, 0) == tp + off && word(next, 8) == tp + off {
+            if next == prev
+                && inside(next)
+                && word(next, 0) == tp + off
+                && word(next, 8) == tp + off
+            {
                 return Some(off);
             }
         }
