@@ -221,7 +221,7 @@ fn libc_tls_block() -> Option<(usize, usize)> {
 fn find_thread_list(tp: usize) -> Option<usize> {
     let rtld = lookup(c"_rtld_global")? as usize;
     // Generous: the whole structure is 4,336 bytes in glibc 2.36.
-    let inside = |p: usize| p >= rtld && p < rtld + 16384 && p % 8 == 0;
+    let inside = |p: usize| p >= rtld && p < rtld + 16384 && p.is_multiple_of(8);
     let mut off = 0x80;
     while off < 0x400 {
         // SAFETY: the scan stays in the first KiB of the live descriptor,
