@@ -7,6 +7,7 @@
  * FUTEX_WAKE_BITSET (the counts woken), FUTEX_REQUEUE and
  * FUTEX_CMP_REQUEUE (woken + requeued, EAGAIN on a changed word, a requeued
  * waiter that times out), FUTEX_WAKE_OP (the operation and its condition),
+ * futex_waitv (the index of the word woken),
  * private and shared futexes, a shared futex woken from another process,
  * a forked child (none of the parent's waiters are its own), and the
  * errors: EAGAIN, ETIMEDOUT, EINVAL, ENOSYS. Waiters are threads (parked
@@ -71,6 +72,18 @@ static void *waiter_body(void *p)
     atomic_fetch_add(&sleeping, 1);
     errno = 0;
     w->r = futex(w->word, w->op, w->val, w->timeout_ms ? &rel : NULL, NULL, w->bits);
+    w->err = errno;
+    return NULL;
+}
+
+/* A waiter thread in futex_waitv on {word, op's word 2}: `op` unused. */
+static struct futex_waitv vw[2];
+static void *waitv_body(void *p)
+{
+    struct waiter *w = p;
+    atomic_fetch_add(&sleeping, 1);
+    errno = 0;
+    w->r = syscall(SYS_futex_waitv, vw, 2, 0, NULL, 0);
     w->err = errno;
     return NULL;
 }
@@ -233,6 +246,57 @@ int main(void)
         printf("b after WAKE_OP = %u\n", atomic_load(&b));
         report("WAKE_OP", w, 2);
     }
+
+    /* futex_waitv: several words at once; the result is the index woken. */
+    static atomic_uint v0, v1;
+    struct futex_waitv wv[2] = {
+        {.val = 0, .uaddr = (uintptr_t)&v0, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
+        {.val = 0, .uaddr = (uintptr_t)&v1, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
+    };
+    atomic_store(&v1, 3);
+    T("WAITV a word differs", syscall(SYS_futex_waitv, wv, 2, 0, NULL, CLOCK_MONOTONIC));
+    atomic_store(&v1, 0);
+    T("WAITV flags 1", syscall(SYS_futex_waitv, wv, 2, 1, NULL, CLOCK_MONOTONIC));
+    at = in_ms(CLOCK_MONOTONIC, 50);
+    T("WAITV bad clock", syscall(SYS_futex_waitv, wv, 2, 0, &at, CLOCK_BOOTTIME));
+    t0 = tr_now_ms();
+    WAITS("WAITV monotonic +50ms", syscall(SYS_futex_waitv, wv, 2, 0, &at, CLOCK_MONOTONIC));
+    CHECK("waited 50ms", tr_now_ms() - t0 >= 49);
+    at = in_ms(CLOCK_REALTIME, 50);
+    WAITS("WAITV realtime +50ms", syscall(SYS_futex_waitv, wv, 2, 0, &at, CLOCK_REALTIME));
+    wv[0].uaddr = (uintptr_t)&later_word;
+    atomic_store(&later_word, 0);
+    later_op = FUTEX_WAKE | P;
+    later(DELAY, set_and_wake, NULL);
+    WAITS("WAITV woken on word 0", syscall(SYS_futex_waitv, wv, 2, 0, NULL, 0));
+    wv[0].uaddr = (uintptr_t)&v0;
+    wv[1].uaddr = (uintptr_t)&later_word;
+    wv[1].flags = FUTEX_32; /* shared */
+    atomic_store(&later_word, 0);
+    later_op = FUTEX_WAKE;
+    later(DELAY, set_and_wake, NULL);
+    WAITS("WAITV woken on shared word 1", syscall(SYS_futex_waitv, wv, 2, 0, NULL, 0));
+
+    /* A thread in futex_waitv on a and b, woken through b. */
+    atomic_store(&a, 0);
+    atomic_store(&b, 0);
+    vw[0] = (struct futex_waitv){.uaddr = (uintptr_t)&a, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG};
+    vw[1] = (struct futex_waitv){.uaddr = (uintptr_t)&b, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG};
+    w[0] = (struct waiter){0};
+    if (pthread_create(&w[0].t, NULL, waitv_body, &w[0]))
+        abort();
+    until_asleep(1);
+    T("WAKE a, a WAITV waiter", futex(&a, FUTEX_WAKE | P, INT_MAX, NULL, NULL, 0));
+    report("WAITV woken through a", w, 1);
+    w[0] = (struct waiter){0};
+    if (pthread_create(&w[0].t, NULL, waitv_body, &w[0]))
+        abort();
+    until_asleep(1);
+    T("WAKE b, a WAITV waiter", futex(&b, FUTEX_WAKE | P, INT_MAX, NULL, NULL, 0));
+    report("WAITV woken through b", w, 1);
+    /* (Not before the join: until the woken thread runs, the kernel still
+     * has it queued on a, and a wake there would count it.) */
+    T("WAKE a after it returned", futex(&a, FUTEX_WAKE | P, INT_MAX, NULL, NULL, 0));
 
     /* A forked child has none of the parent's waiters: its wake finds nobody. */
     atomic_store(&a, 0);

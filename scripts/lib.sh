@@ -93,3 +93,14 @@ same_everywhere() {
         cmp -s "$TMPD/$name.native" "$out" || fail "$name ($mode): output under corun differs from the native one; stderr: $(tail -3 "$out.err")"
     done
 }
+
+# Runs "$BIN/$1" with the environment settings that follow the run's name
+# $2 (VAR=VALUE..., e.g. LD_PRELOAD="$LIB"), for at most 60 s, and fails
+# unless it exits 0 having printed exactly "$TMPD/$1.want".
+expect_output() {
+    local prog=$1 tag=$2; shift 2
+    local rc=0 out="$TMPD/$prog.$tag"
+    timeout -k 5 60 env "$@" "$BIN/$prog" >"$out" 2>"$out.err" || rc=$?
+    [ $rc = 0 ] || fail "$prog ($tag): exit $rc$([ $rc = 124 ] && echo ', hung'): $(tail -3 "$out.err")"
+    diff -u "$TMPD/$prog.want" "$out" || fail "$prog ($tag): not the expected output"
+}

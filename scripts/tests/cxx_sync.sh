@@ -7,7 +7,7 @@
 # woken by main, a coroutine). The same output every way, and the exact
 # counts below. Each run is bounded in time.
 source "$(dirname "$0")/../lib.sh"
-cat >"$TMPD/want" <<'OUT'
+cat >"$TMPD/cxx_sync.want" <<'OUT'
 latch: 400 arrived, 400 released
 barrier: 300 phases, sum 1800, 0 bad phases
 semaphore: 3000 items, sum right
@@ -19,15 +19,8 @@ timed: future wait_for 30ms: timeout, waited >= 30ms: 1
 timed: future wait_until +10s, set after a nap: ready
 OUT
 nm -D "$BIN/cxx_sync" | grep -q " U syscall" || fail "cxx_sync does not call syscall (libstdc++ inlined differently?)"
-run() { # TAG [VAR=VALUE...]: runs cxx_sync with the given environment, at most 60 s.
-    local tag=$1; shift
-    local rc=0
-    timeout -k 5 60 env "$@" "$BIN/cxx_sync" >"$TMPD/$tag.out" 2>"$TMPD/$tag.err" || rc=$?
-    [ $rc = 0 ] || fail "cxx_sync $tag: exit $rc$([ $rc = 124 ] && echo ' (hung)'): $(tail -3 "$TMPD/$tag.err")"
-    diff -u "$TMPD/want" "$TMPD/$tag.out" || fail "cxx_sync $tag: output is not the expected one"
-    ok "cxx_sync $tag: $(wc -l <"$TMPD/$tag.out") lines as expected"
-}
-run native
-run corun-1-worker LD_PRELOAD="$LIB" CORUN_WORKERS=1
-run corun LD_PRELOAD="$LIB"
-run corun-native-threads LD_PRELOAD="$LIB" CORUN_THREADS=native CORUN_WORKERS=1
+expect_output cxx_sync native
+expect_output cxx_sync corun-1-worker LD_PRELOAD="$LIB" CORUN_WORKERS=1
+expect_output cxx_sync corun LD_PRELOAD="$LIB"
+expect_output cxx_sync corun-native-threads LD_PRELOAD="$LIB" CORUN_THREADS=native CORUN_WORKERS=1
+ok "cxx_sync: $(wc -l <"$TMPD/cxx_sync.want") lines as expected natively, under corun with one worker, $(nproc) workers, and native threads"

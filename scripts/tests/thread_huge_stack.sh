@@ -2,13 +2,11 @@
 # corun as natively (corun clamps stacks to 1 GiB, which it could map), and
 # a 64 MiB one still works (c-tests/thread_huge_stack.c).
 source "$(dirname "$0")/../lib.sh"
-cat >"$TMPD/want" <<'OUT'
+cat >"$TMPD/thread_huge_stack.want" <<'OUT'
 1 TiB: setstacksize 0, pthread_create EAGAIN, threads run so far 0
 64 MiB: setstacksize 0, pthread_create 0, join 0, threads run so far 1
 1 TiB again: setstacksize 0, pthread_create EAGAIN, threads run so far 1
 OUT
-timeout -k 5 30 "$BIN/thread_huge_stack" >"$TMPD/native" || fail "natively: exit $?"
-diff -u "$TMPD/want" "$TMPD/native" || fail "natively, not the expected results (does this machine have 1 TiB of memory and swap?)"
-timeout -k 5 30 env LD_PRELOAD="$LIB" "$BIN/thread_huge_stack" >"$TMPD/corun" || fail "under corun: exit $?"
-diff -u "$TMPD/want" "$TMPD/corun" || fail "under corun, not the native results"
+expect_output thread_huge_stack native
+expect_output thread_huge_stack corun LD_PRELOAD="$LIB"
 ok "1 TiB stack: EAGAIN natively and under corun; 64 MiB: created and joined"

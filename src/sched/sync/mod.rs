@@ -51,13 +51,13 @@
 
 mod ops;
 
-pub use ops::{requeue_parked, wake_two};
+pub use ops::{park_on_any, requeue_parked, wake_two, WAITV_MAX};
 
 use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::fdtable::lock;
-use super::park::{current_id, in_coroutine, park_as, Woken};
+use super::park::{current_id, in_coroutine, park, park_as, Woken};
 use super::waiter::Waiter;
 
 /// When a wait ends at the latest.
@@ -145,12 +145,17 @@ impl Batch {
     }
 
     /// Moves up to `max` sleepers of `addr` matching `bits` out of `g`, in
-    /// arrival order, as far as the batch has room. Returns how many.
+    /// arrival order, as far as the batch has room. Returns how many. A
+    /// slot whose coroutine is already woken (its timer fired, or a wake
+    /// reached another of its FUTEX_WAITV slots) is left for its owner to
+    /// take back, and not counted: the wake goes to someone still asleep.
     fn take(&mut self, g: &mut Vec<Slot>, addr: usize, bits: u32, max: usize) -> usize {
         let room = max.min(BATCH - self.n);
         let mut k = 0;
         for s in g
-            .extract_if(.., |s| s.addr == addr && s.bits & bits != 0)
+            .extract_if(.., |s| {
+                s.addr == addr && s.bits & bits != 0 && s.waiter.is_live()
+            })
             .take(room)
         {
             self.w[self.n] = Some(s.waiter);

@@ -1,15 +1,27 @@
 //! The futex commands beyond wait and wake, on the one table of
 //! `sched::sync`: FUTEX_REQUEUE (`requeue_parked`) and FUTEX_WAKE_OP
-//! (`wake_two`), for the coroutines in the table; `hooks::syscall` adds the
-//! kernel's part for native threads and other processes.
+//! (`wake_two`), for the coroutines in the table, and FUTEX_WAITV
+//! (`park_on_any`); `hooks::syscall` adds the kernel's part for native
+//! threads and other processes.
 //!
-//! Both hold two buckets' locks at once, taken in table order
+//! The first two hold two buckets' locks at once, taken in table order
 //! (`lock_pair`), so two such calls on the same two words cannot deadlock.
+//! A FUTEX_WAITV waiter has one slot per word, all with the same park
+//! token: the first wake to reach any of them resumes it (later wakes pass
+//! over its other slots: it is no longer asleep); on resuming it takes
+//! them back and reports the lowest index whose slot a wake took, as the
+//! kernel does.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::MutexGuard;
 
-use super::{any_parked, bucket, lock, lock_with_room, wake_parked, Batch, Slot, BATCH, MATCH_ANY};
+use super::{
+    any_parked, bucket, lock, lock_with_room, park, wake_parked, Batch, Deadline, Slot, WaitResult,
+    Woken, BATCH, MATCH_ANY, PARKED,
+};
+
+/// At most this many words in one FUTEX_WAITV (the kernel's limit).
+pub const WAITV_MAX: usize = 128;
 
 /// Locks the buckets of `a` and `b` in table order (one lock when they
 /// share a bucket: the second guard is then None).
@@ -74,7 +86,7 @@ pub fn requeue_parked(
             // Move the next sleepers (oldest first) while `to`'s bucket has room.
             let mut i = 0;
             while i < g1.len() && moved < n_move {
-                if g1[i].addr != from {
+                if g1[i].addr != from || !g1[i].waiter.is_live() {
                     i += 1;
                     continue;
                 }
@@ -146,4 +158,75 @@ pub fn wake_two<R>(
         0
     };
     Ok((k1, k2, cond))
+}
+
+/// FUTEX_WAITV for the calling coroutine: parks while every word holds its
+/// value (each compared under its bucket's lock, in order) until a wake of
+/// any of them, or the deadline. Ok(i): the lowest index a wake took.
+/// Err(Mismatch): a word differed (nobody woke another first);
+/// Err(TimedOut); Err(Woken): resumed with no slot taken (spurious: the
+/// caller starts again). At most `WAITV_MAX` words.
+pub fn park_on_any(
+    words: &[(&AtomicU32, u32)],
+    deadline: Option<Deadline>,
+) -> Result<usize, WaitResult> {
+    let words = &words[..words.len().min(WAITV_MAX)];
+    // Each slot's own record of its word (see `Slot::at`).
+    let ats: [AtomicUsize; WAITV_MAX] = [const { AtomicUsize::new(0) }; WAITV_MAX];
+    for (at, (w, _)) in ats.iter().zip(words) {
+        at.store(w.as_ptr() as usize, Ordering::Relaxed);
+    }
+    PARKED.fetch_add(1, Ordering::SeqCst);
+    let mut queued = 0;
+    let woken = park(
+        |w| {
+            for (i, (word, val)) in words.iter().enumerate() {
+                let addr = word.as_ptr() as usize;
+                let mut g = lock_with_room(bucket(addr), 1);
+                if word.load(Ordering::SeqCst) != *val {
+                    return false;
+                }
+                g.push(Slot {
+                    addr,
+                    bits: MATCH_ANY,
+                    at: &ats[i],
+                    waiter: w.clone(),
+                });
+                queued = i + 1;
+            }
+            true
+        },
+        deadline.map(Deadline::monotonic),
+    );
+    // Take back every slot still queued; the lowest one missing was woken.
+    let mut taken = None;
+    for (i, at) in ats[..queued].iter().enumerate() {
+        let mut cur = words[i].0.as_ptr() as usize;
+        loop {
+            let mut g = lock(bucket(cur));
+            if let Some(k) = g
+                .iter()
+                .position(|s| s.addr == cur && std::ptr::eq(s.at, at))
+            {
+                let slot = g.remove(k);
+                drop(g);
+                drop(slot);
+                break;
+            }
+            let next = at.load(Ordering::Acquire);
+            drop(g);
+            if next == cur {
+                taken.get_or_insert(i);
+                break;
+            }
+            cur = next;
+        }
+    }
+    PARKED.fetch_sub(1, Ordering::SeqCst);
+    match (taken, woken) {
+        (Some(i), _) => Ok(i),
+        (None, Woken::NotParked) => Err(WaitResult::Mismatch),
+        (None, Woken::TimedOut) => Err(WaitResult::TimedOut),
+        (None, Woken::Event) => Err(WaitResult::Woken),
+    }
 }

@@ -31,7 +31,8 @@
 //! - a native thread's waits (and every other futex command: PI locks,
 //!   FUTEX_WAIT_REQUEUE_PI...) go to the kernel as they are.
 //!
-//! Every other system call number goes straight to glibc's `syscall`.
+//! Every other system call number goes straight to glibc's `syscall`, in
+//! the assembly below, without a frame of ours.
 //!
 //! corun's own code reaches `syscall` too: Rust std's Mutex inside
 //! libcorun.so, like the program's, calls the exported name, which the
@@ -50,13 +51,19 @@
 //! a call that takes fewer (glibc's own `syscall` reads the same stack slot
 //! the same way).
 //!
-//! Not done: FUTEX_WAITV (the hook passes it through: a coroutine using it
-//! blocks its worker). A bad pointer to the word of a parked wait, to the
+//! `futex_waitv` (SYS_futex_waitv) from a coroutine parks likewise, on all
+//! its words at once (`waitv.rs`). Not done: the futex2 calls `futex_wake`/`futex_wait`/
+//! `futex_requeue` (454-456; they pass through: a wake there does not reach
+//! parked coroutines). A bad pointer to the word of a parked wait, to the
 //! timeout or to FUTEX_WAKE_OP's second word faults where the kernel would
 //! return EFAULT, when coroutines sleep in the table.
 
-use std::ffi::{c_int, c_long, c_void};
+use std::ffi::{c_int, c_long, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+mod waitv;
+
+use waitv::{waitv, SYS_FUTEX_WAITV};
 
 use crate::sched::in_coroutine;
 use crate::sched::sync::{self, Deadline, WaitResult, MATCH_ANY};
@@ -81,10 +88,13 @@ static SELF_LO: AtomicUsize = AtomicUsize::new(0);
 static SELF_HI: AtomicUsize = AtomicUsize::new(0);
 static INIT: AtomicBool = AtomicBool::new(false);
 
-/// The exported `syscall`: a call from libcorun.so itself jumps to glibc's
-/// `syscall` (once resolved), any other to `syscall_hook`. Only rax and r11
-/// are touched (neither carries an argument); the stack is left as the
-/// caller made it, so both targets see the original call.
+/// The exported `syscall`: a call from libcorun.so itself, or with any
+/// number but SYS_futex and SYS_futex_waitv, jumps to glibc's `syscall`
+/// (once resolved), so it is glibc's call exactly (no frame of ours: even
+/// `syscall(SYS_vfork)` behaves as it does without corun); the program's
+/// futex calls go to `syscall_hook`. Only rax and r11 are touched (neither
+/// carries an argument); the stack is left as the caller made it, so both
+/// targets see the original call.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 #[no_mangle]
@@ -98,24 +108,35 @@ pub unsafe extern "C" fn syscall(
     a6: c_long,
 ) -> c_long {
     core::arch::naked_asm!(
+        // rax: the return address. Inside libcorun.so: glibc's syscall.
         "mov rax, qword ptr [rsp]",
         "mov r11, qword ptr [rip + {lo}@GOTPCREL]",
         "cmp rax, qword ptr [r11]",
         "jb 2f",
         "mov r11, qword ptr [rip + {hi}@GOTPCREL]",
         "cmp rax, qword ptr [r11]",
-        "jae 2f",
+        "jb 3f",
+        // The program's call: futex numbers go to the hook, the rest to glibc.
+        "2:",
+        "cmp rdi, {futex}",
+        "je 4f",
+        "cmp rdi, {waitv}",
+        "je 4f",
+        "3:",
         "mov r11, qword ptr [rip + {real}@GOTPCREL]",
         "mov r11, qword ptr [r11]",
         "test r11, r11",
-        "jz 2f",
+        "jz 4f",
         "jmp r11",
-        "2:",
+        // (Also before glibc's syscall is resolved: the hook resolves it.)
+        "4:",
         "jmp {hook}",
         lo = sym SELF_LO,
         hi = sym SELF_HI,
         real = sym real::SYSCALL,
         hook = sym syscall_hook,
+        futex = const libc::SYS_futex,
+        waitv = const SYS_FUTEX_WAITV,
     )
 }
 
@@ -172,19 +193,54 @@ fn real6(n: c_long, a: [c_long; 6]) -> c_long {
     unsafe { real::syscall!(n, a[0], a[1], a[2], a[3], a[4], a[5]) }
 }
 
-/// The real futex call.
-fn kernel(
+/// One SYS_futex call's arguments, as the caller passed them.
+#[derive(Clone, Copy)]
+struct Call {
     uaddr: c_long,
     op: c_int,
     val: c_long,
+    /// The timeout, or the second count (requeues, FUTEX_WAKE_OP).
     t: c_long,
     uaddr2: c_long,
     val3: c_long,
-) -> c_long {
-    real6(libc::SYS_futex, [uaddr, op as c_long, val, t, uaddr2, val3])
 }
 
-/// Every call from outside libcorun.so.
+impl Call {
+    /// The command, without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME.
+    fn cmd(&self) -> c_int {
+        self.op & !(PRIVATE | REALTIME)
+    }
+
+    /// The real futex call with these arguments.
+    fn kernel(&self) -> c_long {
+        let a = [
+            self.uaddr,
+            self.op as c_long,
+            self.val,
+            self.t,
+            self.uaddr2,
+            self.val3,
+        ];
+        real6(libc::SYS_futex, a)
+    }
+
+    /// The real FUTEX_WAKE of `n` on `uaddr`, private if this call is.
+    fn kernel_wake(&self, uaddr: c_long, n: usize) -> c_long {
+        let op = FUTEX_WAKE | (self.op & PRIVATE);
+        let wake = Call {
+            uaddr,
+            op,
+            val: n as c_long,
+            t: 0,
+            uaddr2: 0,
+            val3: 0,
+        };
+        wake.kernel()
+    }
+}
+
+/// The program's futex calls (and any call made before glibc's `syscall`
+/// was resolved).
 unsafe extern "C" fn syscall_hook(
     n: c_long,
     a1: c_long,
@@ -198,9 +254,19 @@ unsafe extern "C" fn syscall_hook(
         init();
     }
     if n == libc::SYS_futex {
-        if let Some(r) = futex(a1, a2 as c_int, a3, a4, a5, a6) {
+        let call = Call {
+            uaddr: a1,
+            op: a2 as c_int,
+            val: a3,
+            t: a4,
+            uaddr2: a5,
+            val3: a6,
+        };
+        if let Some(r) = futex(call) {
             return r;
         }
+    } else if n == SYS_FUTEX_WAITV && in_coroutine() {
+        return waitv(a1, a2 as c_uint, a3 as c_uint, a4, a5 as libc::clockid_t);
     }
     real6(n, [a1, a2, a3, a4, a5, a6])
 }
@@ -211,66 +277,75 @@ fn fail(e: c_int) -> c_long {
 }
 
 /// SYS_futex, where corun has a part; None: the kernel's call as it is.
-fn futex(
-    uaddr: c_long,
-    op: c_int,
-    val: c_long,
-    t: c_long,
-    uaddr2: c_long,
-    val3: c_long,
-) -> Option<c_long> {
-    let cmd = op & !(PRIVATE | REALTIME);
-    match cmd {
-        FUTEX_WAIT | FUTEX_WAIT_BITSET if in_coroutine() => {
-            Some(wait(uaddr, op, val as u32, t, val3))
-        }
+fn futex(c: Call) -> Option<c_long> {
+    match c.cmd() {
+        FUTEX_WAIT | FUTEX_WAIT_BITSET if in_coroutine() => Some(wait(c)),
         // FUTEX_CLOCK_REALTIME on anything but a wait: the kernel's ENOSYS.
-        _ if op & REALTIME != 0 => None,
-        FUTEX_WAKE | FUTEX_WAKE_BITSET => wake(uaddr, op, val, t, uaddr2, val3),
-        FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => requeue(uaddr, op, val, t, uaddr2, val3),
-        FUTEX_WAKE_OP => wake_op(uaddr, op, val, t, uaddr2, val3),
+        _ if c.op & REALTIME != 0 => None,
+        FUTEX_WAKE | FUTEX_WAKE_BITSET => wake(c),
+        FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => requeue(c),
+        FUTEX_WAKE_OP => wake_op(c),
         _ => None,
     }
 }
 
+/// A deadline of 0 on the monotonic clock: passed, for the attempts.
+const PAST: libc::timespec = libc::timespec {
+    tv_sec: 0,
+    tv_nsec: 0,
+};
+
+/// The caller's timeout in ns (None: none); EINVAL as the kernel says it.
+fn timeout_ns(t: c_long) -> Result<Option<u64>, c_int> {
+    if t == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the timeout the caller passed (see the module comment).
+    let ts = unsafe { *(t as *const libc::timespec) };
+    if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) {
+        return Err(libc::EINVAL);
+    }
+    Ok(Some(crate::sys::timespec_ns(&ts)))
+}
+
+/// The deadline of one park: the caller's, or sooner the next look at a
+/// shared futex's word.
+fn with_pause(deadline: Option<Deadline>, shared: bool) -> Option<Deadline> {
+    let pause = shared.then(|| crate::sys::now_ns() + SHARED_PAUSE_NS);
+    match (deadline, pause) {
+        (Some(d), Some(p)) => Some(Deadline::Monotonic(d.monotonic().min(p))),
+        (d, None) => d,
+        (None, Some(p)) => Some(Deadline::Monotonic(p)),
+    }
+}
+
 /// A wait from a coroutine.
-fn wait(uaddr: c_long, op: c_int, val: u32, t: c_long, val3: c_long) -> c_long {
-    let cmd = op & !(PRIVATE | REALTIME);
+fn wait(c: Call) -> c_long {
+    let (cmd, op, val) = (c.cmd(), c.op, c.val as u32);
     let bits = if cmd == FUTEX_WAIT {
         MATCH_ANY
     } else {
-        val3 as u32
+        c.val3 as u32
     };
-    let deadline = if t == 0 {
-        None
-    } else {
-        // SAFETY: the timeout the caller passed (see the module comment).
-        let ts = unsafe { *(t as *const libc::timespec) };
-        if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) {
-            return fail(libc::EINVAL);
-        }
-        let ns = crate::sys::timespec_ns(&ts);
-        Some(if cmd == FUTEX_WAIT {
+    let deadline = match timeout_ns(c.t) {
+        Err(e) => return fail(e),
+        Ok(None) => None,
+        Ok(Some(ns)) => Some(if cmd == FUTEX_WAIT {
             Deadline::Monotonic(crate::sys::now_ns().saturating_add(ns))
         } else if op & REALTIME != 0 {
             Deadline::Realtime(ns)
         } else {
             Deadline::Monotonic(ns)
-        })
+        }),
     };
     // The attempt: a deadline of 0 on the monotonic clock has passed.
-    let past = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    let r = kernel(
-        uaddr,
-        FUTEX_WAIT_BITSET | (op & PRIVATE),
-        val as c_long,
-        &past as *const libc::timespec as c_long,
-        0,
-        bits as c_long,
-    );
+    let r = Call {
+        op: FUTEX_WAIT_BITSET | (op & PRIVATE),
+        t: &PAST as *const libc::timespec as c_long,
+        val3: bits as c_long,
+        ..c
+    }
+    .kernel();
     if r == 0 {
         return 0;
     }
@@ -282,17 +357,11 @@ fn wait(uaddr: c_long, op: c_int, val: u32, t: c_long, val3: c_long) -> c_long {
     }
     // SAFETY: the kernel just read this aligned word; it is the program's
     // futex, which it keeps alive while it waits on it.
-    let word = unsafe { &*(uaddr as *const AtomicU32) };
+    let word = unsafe { &*(c.uaddr as *const AtomicU32) };
     let shared = op & PRIVATE == 0;
     let mut first = true;
     loop {
-        let pause = shared.then(|| crate::sys::now_ns() + SHARED_PAUSE_NS);
-        let d = match (deadline, pause) {
-            (Some(d), Some(p)) => Some(Deadline::Monotonic(d.monotonic().min(p))),
-            (d, None) => d,
-            (None, Some(p)) => Some(Deadline::Monotonic(p)),
-        };
-        match sync::park_on(word, val, bits, d) {
+        match sync::park_on(word, val, bits, with_pause(deadline, shared)) {
             WaitResult::Woken => return 0,
             // The word changed while we slept: a wake we could not see.
             WaitResult::Mismatch if !first => return 0,
@@ -330,66 +399,53 @@ fn plus_kernel(k: usize, call: impl FnOnce() -> c_long) -> c_long {
     }
 }
 
-fn wake(
-    uaddr: c_long,
-    op: c_int,
-    val: c_long,
-    t: c_long,
-    uaddr2: c_long,
-    val3: c_long,
-) -> Option<c_long> {
-    let bits = if op & !PRIVATE == FUTEX_WAKE_BITSET {
-        val3 as u32
+fn wake(c: Call) -> Option<c_long> {
+    let bits = if c.cmd() == FUTEX_WAKE_BITSET {
+        c.val3 as u32
     } else {
         MATCH_ANY
     };
     // Arguments the kernel refuses are its to refuse.
-    if bits == 0 || uaddr & 3 != 0 || !sync::any_parked() {
+    if bits == 0 || c.uaddr & 3 != 0 || !sync::any_parked() {
         return None;
     }
-    let n = wake_count(val);
-    let k = sync::wake_parked(uaddr as usize, n, bits);
+    let n = wake_count(c.val);
+    let k = sync::wake_parked(c.uaddr as usize, n, bits);
     if k >= n {
         return Some(k as c_long);
     }
     Some(plus_kernel(k, || {
-        let rest = if k == 0 { val } else { (n - k) as c_long };
-        kernel(uaddr, op, rest, t, uaddr2, val3)
+        let val = if k == 0 { c.val } else { (n - k) as c_long };
+        Call { val, ..c }.kernel()
     }))
 }
 
-fn requeue(
-    uaddr: c_long,
-    op: c_int,
-    val: c_long,
-    t: c_long,
-    uaddr2: c_long,
-    val3: c_long,
-) -> Option<c_long> {
-    let (n_wake, n_move) = (val as c_int, t as u32 as c_int);
-    if n_wake < 0 || n_move < 0 || (uaddr | uaddr2) & 3 != 0 || !sync::any_parked() {
+fn requeue(c: Call) -> Option<c_long> {
+    let (n_wake, n_move) = (c.val as c_int, c.t as u32 as c_int);
+    if n_wake < 0 || n_move < 0 || (c.uaddr | c.uaddr2) & 3 != 0 || !sync::any_parked() {
         return None;
     }
-    let cmp = op & !PRIVATE == FUTEX_CMP_REQUEUE;
+    let cmp = c.cmd() == FUTEX_CMP_REQUEUE;
     let check = || {
         // SAFETY: only called when coroutines sleep on this word: it is
         // an aligned, live futex of the program's.
-        !cmp || unsafe { &*(uaddr as *const AtomicU32) }.load(Ordering::SeqCst) == val3 as u32
+        let word = unsafe { &*(c.uaddr as *const AtomicU32) };
+        !cmp || word.load(Ordering::SeqCst) == c.val3 as u32
     };
     let (n_wake, n_move) = (n_wake as usize, n_move as usize);
-    match sync::requeue_parked(uaddr as usize, uaddr2 as usize, n_wake, n_move, check) {
+    match sync::requeue_parked(c.uaddr as usize, c.uaddr2 as usize, n_wake, n_move, check) {
         None => Some(fail(libc::EAGAIN)),
         Some((0, 0)) => None,
         Some((w, m)) => Some(plus_kernel(w + m, || {
             // The comparison was made: the rest is a plain requeue.
-            kernel(
-                uaddr,
-                FUTEX_REQUEUE | (op & PRIVATE),
-                (n_wake - w) as c_long,
-                (n_move - m) as c_long,
-                uaddr2,
-                0,
-            )
+            Call {
+                op: FUTEX_REQUEUE | (c.op & PRIVATE),
+                val: (n_wake - w) as c_long,
+                t: (n_move - m) as c_long,
+                val3: 0,
+                ..c
+            }
+            .kernel()
         })),
     }
 }
@@ -429,28 +485,21 @@ fn decode_op(v: u32) -> Option<(impl Fn(u32) -> u32, impl Fn(u32) -> bool)> {
     Some((apply, test))
 }
 
-fn wake_op(
-    uaddr: c_long,
-    op: c_int,
-    val: c_long,
-    t: c_long,
-    uaddr2: c_long,
-    val3: c_long,
-) -> Option<c_long> {
-    if (uaddr | uaddr2) & 3 != 0 || !sync::any_parked() {
+fn wake_op(c: Call) -> Option<c_long> {
+    if (c.uaddr | c.uaddr2) & 3 != 0 || !sync::any_parked() {
         return None;
     }
-    let (apply, test) = decode_op(val3 as u32)?;
-    let (n1, n2) = (wake_count(val), wake_count(t as u32 as c_long));
-    let r = sync::wake_two(uaddr as usize, n1, uaddr2 as usize, n2, |parked| {
+    let (apply, test) = decode_op(c.val3 as u32)?;
+    let (n1, n2) = (wake_count(c.val), wake_count(c.t as u32 as c_long));
+    let r = sync::wake_two(c.uaddr as usize, n1, c.uaddr2 as usize, n2, |parked| {
         if !parked {
             // No coroutine concerned: the kernel's call, made while no
             // coroutine can start waiting on either word.
-            return Err(kernel(uaddr, op, val, t, uaddr2, val3));
+            return Err(c.kernel());
         }
         // SAFETY: a coroutine sleeps on one of the words (see the module
         // comment for the other); aligned, the program's futex.
-        let w2 = unsafe { &*(uaddr2 as *const AtomicU32) };
+        let w2 = unsafe { &*(c.uaddr2 as *const AtomicU32) };
         let old = w2
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |o| Some(apply(o)))
             .unwrap_or_else(|o| o);
@@ -463,15 +512,12 @@ fn wake_op(
     // The operation is done: what the kernel adds for its own sleepers is
     // counted, its errors are not the caller's.
     let saved = errno();
-    let wake_rest = |a: c_long, n: usize| -> c_long {
-        kernel(a, FUTEX_WAKE | (op & PRIVATE), n as c_long, 0, 0, 0).max(0)
-    };
     let mut total = (k1 + k2) as c_long;
     if k1 < n1 {
-        total += wake_rest(uaddr, n1 - k1);
+        total += c.kernel_wake(c.uaddr, n1 - k1).max(0);
     }
     if cond && k2 < n2 {
-        total += wake_rest(uaddr2, n2 - k2);
+        total += c.kernel_wake(c.uaddr2, n2 - k2).max(0);
     }
     set_errno(saved);
     Some(total)
