@@ -17,9 +17,6 @@ CFLAGS  += -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
 # -rdynamic: function names reach the dynamic symbol table, so corun's
 # watchdog can name the function a stalled coroutine was started with.
 LDFLAGS += -rdynamic
-CXX      ?= g++
-CXXFLAGS ?= -O2 -g
-CXXFLAGS += -std=c++20 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
 LIB     := target/release/libcorun.so
 BIN     := c-tests/bin
 CORUN_SRCS := $(wildcard c-tests/co_*.c)
@@ -45,7 +42,7 @@ cbins: $(CORUN_BINS) $(PLAIN_BINS) $(CXX_BINS) $(RUST_THREADS)
 $(BIN):
 	mkdir -p $(BIN)
 
-$(BIN)/co_%: c-tests/co_%.c include/corun.h $(LIB) | $(BIN)
+$(BIN)/co_%: c-tests/co_%.c c-tests/co_check.h include/corun.h $(LIB) | $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -Ltarget/release -lcorun -Wl,-rpath,'$$ORIGIN/../../target/release' -pthread
 
 $(BIN)/%: c-tests/%.c | $(BIN)

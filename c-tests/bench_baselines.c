@@ -211,10 +211,35 @@ static double sleepers_trial(long n)
     return ms;
 }
 
+/* Two threads alternating with sched_yield: under corun with one worker,
+ * each iteration is a yield round trip between two pthread-created
+ * coroutines (each with its own TLS unless CORUN_TLS=worker). */
+static void *yielder(void *arg)
+{
+    for (long i = 0; i < iters; i++)
+        sched_yield();
+    return arg;
+}
+
+static double thread_yield_trial(void)
+{
+    uint64_t t0 = now_ns();
+    pthread_t a, b;
+    int e = pthread_create(&a, NULL, yielder, NULL);
+    if (e)
+        die("pthread_create", e);
+    e = pthread_create(&b, NULL, yielder, NULL);
+    if (e)
+        die("pthread_create", e);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    return (double)(now_ns() - t0) / (double)iters;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s swapcontext|pthread ITERS TRIALS | eventfd ITERS TRIALS CPU | sleepers N MS TRIALS\n",
+        fprintf(stderr, "usage: %s swapcontext|pthread|thread_yield ITERS TRIALS | eventfd ITERS TRIALS CPU | sleepers N MS TRIALS\n",
                 argv[0]);
         return 2;
     }
@@ -245,6 +270,8 @@ int main(int argc, char **argv)
         trial = swapcontext_trial;
     else if (strcmp(t, "pthread") == 0)
         trial = pthread_trial;
+    else if (strcmp(t, "thread_yield") == 0)
+        trial = thread_yield_trial;
     else if (strcmp(t, "eventfd") == 0 && argc > 4) {
         trial = eventfd_trial;
         pin_cpu = atoi(argv[4]);

@@ -12,6 +12,12 @@
  *                           no one to yield to)
  *   spawn ITERS TRIALS      corun_spawn + corun_join of an empty coroutine,
  *                           one at a time
+ *   chan ITERS TRIALS       unbuffered channel ping-pong: main sends on one
+ *                           channel, a coroutine receives and answers on
+ *                           another; one round trip is ping + pong
+ *   mutex ITERS TRIALS      corun_mutex_lock + corun_mutex_unlock, free
+ *   pthread_mutex ITERS TRIALS  the same with pthread_mutex_lock/unlock
+ *                           (interposed by corun)
  *   sleepers N MS TRIALS    N coroutines spawned at once, each nanosleep()s
  *                           MS ms; wall time from the first spawn to the
  *                           last join
@@ -21,6 +27,7 @@
  * and the program exits 1 if a sanity check failed (a coroutine did not
  * alternate, a sleep was short, a spawn or join failed).
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +130,67 @@ static double spawn_trial(void)
     return (double)(now_ns() - t0) / (double)iters;
 }
 
+/* ---- channel ping-pong ---- */
+static corun_chan_t *ping, *pong;
+
+static void *ponger(void *arg)
+{
+    (void)arg;
+    long v;
+    while (corun_chan_recv(ping, &v) == 0)
+        if (corun_chan_send(pong, &v) != 0)
+            break;
+    return NULL;
+}
+
+static double chan_trial(void)
+{
+    ping = corun_chan_new(sizeof(long), 0);
+    pong = corun_chan_new(sizeof(long), 0);
+    corun_co_t *co = spawn_or_die(ponger, NULL);
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        long v = i, back = -1;
+        if (corun_chan_send(ping, &v) || corun_chan_recv(pong, &back) || back != i) {
+            fprintf(stderr, "co_bench_micro: ping-pong broke at %ld\n", i);
+            exit(1);
+        }
+    }
+    double ns = (double)(now_ns() - t0) / (double)iters;
+    corun_chan_close(ping);
+    join_or_die(co);
+    corun_chan_free(ping);
+    corun_chan_free(pong);
+    return ns;
+}
+
+/* ---- mutexes ---- */
+static corun_mutex_t cmu = CORUN_MUTEX_INIT;
+static pthread_mutex_t pmu = PTHREAD_MUTEX_INITIALIZER;
+static volatile long guarded;
+
+static double mutex_trial(void)
+{
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        corun_mutex_lock(&cmu);
+        guarded++;
+        corun_mutex_unlock(&cmu);
+    }
+    return (double)(now_ns() - t0) / (double)iters;
+}
+
+static double pthread_mutex_trial(void)
+{
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        pthread_mutex_lock(&pmu);
+        guarded++;
+        pthread_mutex_unlock(&pmu);
+    }
+    return (double)(now_ns() - t0) / (double)iters;
+}
+
 /* ---- sleepers ---- */
 static long sleep_ms;
 static volatile long short_sleeps;
@@ -184,6 +252,9 @@ int main(int argc, char **argv)
     double (*trial)(void) = strcmp(t, "pingpong") == 0 ? pingpong_trial
                             : strcmp(t, "yield") == 0  ? yield_trial
                             : strcmp(t, "spawn") == 0  ? spawn_trial
+                            : strcmp(t, "chan") == 0   ? chan_trial
+                            : strcmp(t, "mutex") == 0  ? mutex_trial
+                            : strcmp(t, "pthread_mutex") == 0 ? pthread_mutex_trial
                                                        : NULL;
     if (!trial) {
         fprintf(stderr, "unknown test %s\n", t);

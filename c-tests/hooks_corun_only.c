@@ -5,7 +5,7 @@
  * parking checks need transcript.h's ticker on main's worker.
  *
  * - close() of an fd another party waits on wakes the waiter with EBADF
- *   (natively a blocked read does not wake: DESIGN.md section 2 makes it
+ *   (natively a blocked read does not wake: docs/ARCHITECTURE.md section 2 makes it
  *   fail instead of hang), for read, poll, accept and epoll_wait;
  * - the fd number reused right after such a close never delivers the old
  *   file's wake-up or error to its new owner;

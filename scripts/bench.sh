@@ -117,11 +117,31 @@ micro eventfd_unpinned "$BIN/bench_baselines" eventfd $((EI / 4)) $TR -1
 micro spawn_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" spawn $SI $TR
 micro spawn_wall co "$BIN/co_bench_micro" spawn $SI $TR
 micro pthread "$BIN/bench_baselines" pthread $PI $TR
+# Threads as coroutines with their own TLS (the default) and sharing
+# their worker's (CORUN_TLS=worker): what a thread pointer switch costs.
+micro thread_spawn_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/bench_baselines" pthread $SI $TR
+micro thread_spawn_w1_shared env CORUN_WORKERS=1 CORUN_TLS=worker LD_PRELOAD="$LIB" "$BIN/bench_baselines" pthread $SI $TR
+micro thread_yield_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/bench_baselines" thread_yield $YI $TR
+micro thread_yield_w1_shared env CORUN_WORKERS=1 CORUN_TLS=worker LD_PRELOAD="$LIB" "$BIN/bench_baselines" thread_yield $YI $TR
 micro sleepers_100k co "$BIN/co_bench_micro" sleepers 100000 1 $TR
 if grep -q '^sleepers_100k	FAILED' "$RAW/micro.tsv"; then
     micro sleepers_30k co "$BIN/co_bench_micro" sleepers 30000 1 $TR
 fi
 micro sleepers_threads "$BIN/bench_baselines" sleepers 100000 1 3
+# Channels (issue 15): corun's unbuffered ping-pong next to Go's, when Go
+# can be had (installed here if missing; the row says FAILED otherwise).
+CI=200000; [ "$QUICK" = 1 ] && CI=20000
+micro chan_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" chan $CI $TR
+micro chan_wall co "$BIN/co_bench_micro" chan $((CI / 20)) $TR
+command -v go >/dev/null 2>&1 || { apt-get install -y -qq golang-go >/dev/null 2>&1 || true; }
+if command -v go >/dev/null 2>&1 && GOCACHE="$ROOT/target/go-cache" go build -o "$TMPD/chan_pingpong" "$ROOT/c-tests/go/chan_pingpong.go" 2>"$TMPD/go.err"; then
+    micro go_chan "$TMPD/chan_pingpong" $CI $TR
+    micro go_chan_p1 env GOMAXPROCS=1 "$TMPD/chan_pingpong" $CI $TR
+else
+    printf 'go_chan\tFAILED Go is not available (apt-get install golang-go)\n' >>"$RAW/micro.tsv"
+fi
+micro mutex_corun co "$BIN/co_bench_micro" mutex $YI $TR
+micro mutex_pthread co "$BIN/co_bench_micro" pthread_mutex $YI $TR
 fi
 
 # ---------------------------------------------------------------- 2. memory

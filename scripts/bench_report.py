@@ -343,9 +343,19 @@ rows = [
     ("spawn_w1", "corun: spawn + join of an empty coroutine, 1 worker"),
     ("spawn_wall", f"corun: spawn + join of an empty coroutine, {NCPU} workers (default)"),
     ("pthread", "baseline: pthread_create + pthread_join of an empty thread"),
+    ("thread_spawn_w1", "corun: pthread_create + pthread_join, 1 worker, each thread its own TLS (default)"),
+    ("thread_spawn_w1_shared", "corun: the same, threads sharing the worker's TLS (CORUN_TLS=worker)"),
+    ("thread_yield_w1", "corun: two pthreads alternating with sched_yield, 1 worker, own TLS (default)"),
+    ("thread_yield_w1_shared", "corun: the same, sharing the worker's TLS (CORUN_TLS=worker)"),
     ("sleepers_100k", f"corun: 100,000 coroutines each sleeping 1 ms, wall time ({NCPU} workers)"),
     ("sleepers_30k", "corun: 30,000 coroutines each sleeping 1 ms (run because 100,000 failed)"),
     ("sleepers_threads", "baseline: 100,000 kernel threads each sleeping 1 ms (64 KiB stacks), wall time"),
+    ("chan_w1", "corun: unbuffered channel ping-pong round trip (corun_chan_send/recv), 1 worker"),
+    ("chan_wall", f"corun: the same, {NCPU} workers (default: the two coroutines on different workers)"),
+    ("go_chan", "baseline: Go unbuffered channel ping-pong round trip, GOMAXPROCS default (c-tests/go/chan_pingpong.go)"),
+    ("go_chan_p1", "baseline: the same, GOMAXPROCS=1"),
+    ("mutex_corun", "corun: corun_mutex_lock + unlock, uncontended, in a coroutine"),
+    ("mutex_pthread", "corun: pthread_mutex_lock + unlock (interposed), uncontended, in a coroutine"),
 ]
 for key, label in rows:
     if key in micro:
@@ -359,6 +369,10 @@ a("")
 a(f"- yield round trip vs swapcontext: {fr(ratio(sw, pp))}")
 a(f"- yield round trip vs eventfd ping-pong, pinned: {fr(ratio(ev, pp))}; unpinned: {fr(ratio(m('eventfd_unpinned'), pp))}")
 a(f"- spawn+join vs pthread_create+join: {fr(ratio(pt, spN))} ({NCPU} workers), {fr(ratio(pt, sp1))} (1 worker)")
+ts, tss, ty, tys = m("thread_spawn_w1"), m("thread_spawn_w1_shared"), m("thread_yield_w1"), m("thread_yield_w1_shared")
+if None not in (ts, tss, ty, tys):
+    a(f"- own TLS per thread costs: create+join {ts - tss:+.0f} ns ({fr(ratio(ts, tss), 2)}), "
+      f"yield round trip {ty - tys:+.1f} ns ({fr(ratio(ty, tys), 2)}); pthread_create+join natively / corun: {fr(ratio(pt, ts))}")
 if sl is not None:
     a(f"- 100,000 sleepers vs 100,000 kernel threads: {fr(ratio(m('sleepers_threads'), sl))}")
 a("")
@@ -506,6 +520,9 @@ a("LD_PRELOAD=target/release/libcorun.so c-tests/bin/co_bench_micro spawn 100000
 a("c-tests/bin/bench_baselines pthread 20000 5")
 a("LD_PRELOAD=target/release/libcorun.so c-tests/bin/co_bench_micro sleepers 100000 1 5")
 a("c-tests/bin/bench_baselines sleepers 100000 1 3")
+a("CORUN_WORKERS=1 LD_PRELOAD=target/release/libcorun.so c-tests/bin/co_bench_micro chan 200000 5")
+a("go build -o chan_pingpong c-tests/go/chan_pingpong.go && ./chan_pingpong 200000 5")
+a("LD_PRELOAD=target/release/libcorun.so c-tests/bin/co_bench_micro mutex 2000000 5   # or pthread_mutex")
 a("# idle memory:")
 a(f"c-tests/bin/threaded_http PORT {meta.get('body', '128')} &   # or under LD_PRELOAD, or epoll_http")
 a(f"c-tests/bin/http_client idle PORT {N_IDLE} {meta.get('body', '128')}")

@@ -4,6 +4,15 @@
 //! sharded table: joining twice, joining a detached coroutine or passing a
 //! made-up handle finds nothing and returns ESRCH instead of touching freed
 //! memory.
+//!
+//! One file per family: `chan.rs` (channels, select), `sync.rs` (mutex,
+//! condition variable, semaphore, wait group), `cancel.rs` (cancel tokens,
+//! structured scopes). Every function validates its arguments and returns
+//! an errno value (no panic crosses the boundary: the crate aborts on one).
+
+mod cancel;
+mod chan;
+mod sync;
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -61,8 +70,17 @@ pub extern "C" fn corun_spawn(
             return std::ptr::null_mut();
         }
     };
-    let size = sched::runtime().map_or(crate::config::DEFAULT_STACK_SIZE, |r| r.config.stack_size);
-    match sched::spawn(Entry::C { f, arg }, size) {
+    spawn_handle(Entry::C { f, arg })
+}
+
+/// The stack size of coroutines the C API spawns.
+pub(crate) fn stack_size() -> usize {
+    sched::runtime().map_or(crate::config::DEFAULT_STACK_SIZE, |r| r.config.stack_size)
+}
+
+/// Spawns `entry` and returns its joinable handle (NULL and errno).
+pub(crate) fn spawn_handle(entry: Entry) -> *mut c_void {
+    match sched::spawn(entry, stack_size()) {
         Ok(t) => {
             let id = t.id;
             insert(t);
@@ -128,11 +146,14 @@ pub extern "C" fn corun_yield() {
     sched::yield_now();
 }
 
-/// Sleeps `ns` nanoseconds (parks a coroutine, blocks a native thread).
+/// Sleeps `ns` nanoseconds (parks a coroutine, blocks a native thread):
+/// 0, or ECANCELED when the coroutine's cancel token is cancelled.
 #[no_mangle]
 pub extern "C" fn corun_sleep_ns(ns: u64) -> c_int {
     if sched::in_coroutine() {
-        crate::hooks::sleep::park_for(ns);
+        if !crate::hooks::sleep::park_for(ns) {
+            return libc::ECANCELED;
+        }
         return 0;
     }
     let ts = crate::sys::ns_timespec(ns);
@@ -143,8 +164,9 @@ pub extern "C" fn corun_sleep_ns(ns: u64) -> c_int {
         if unsafe { crate::sys::real::nanosleep(&cur, &mut rem) } == 0 {
             return 0;
         }
-        if crate::sys::errno() != libc::EINTR {
-            return -1;
+        let e = crate::sys::errno();
+        if e != libc::EINTR {
+            return e;
         }
     }
 }

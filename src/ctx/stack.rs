@@ -12,7 +12,7 @@
 //! pages are installed with `madvise(MADV_GUARD_INSTALL)` (Linux 6.13),
 //! which marks page-table entries instead of splitting the mapping: a slab
 //! of 31 stacks is one VMA, not 62, so 100,000 coroutines stay far below
-//! `vm.max_map_count` (65,530 by default, DESIGN.md §5.6), and no
+//! `vm.max_map_count` (65,530 by default, docs/ARCHITECTURE.md §5.6), and no
 //! `mprotect` takes the process-wide mmap lock for writing. On an older
 //! kernel the guard falls back to `mprotect(PROT_NONE)` (two VMAs a stack).
 //!

@@ -59,7 +59,7 @@
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// tcbhead_t (sysdeps/x86_64/nptl/tls.h), stable since glibc 2.x.
 const TCB: usize = 0x00;
@@ -103,7 +103,7 @@ struct Glibc {
 static GLIBC: OnceLock<Option<Glibc>> = OnceLock::new();
 /// Blocks made so far (for stats and the bench).
 static MADE: AtomicUsize = AtomicUsize::new(0);
-static POOL: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static POOL: crate::sys::ForkMutex<Vec<usize>> = crate::sys::ForkMutex::new(Vec::new());
 
 /// A coroutine's own static TLS and glibc thread descriptor. Owned by its
 /// task; given back to the pool when the task ends.
@@ -332,7 +332,7 @@ impl ThreadBlock {
     /// by the scheduler, outside any coroutine TLS.
     pub fn new(tid: i32) -> Option<ThreadBlock> {
         let g = glibc()?;
-        let pooled = crate::sched::fdtable::lock(&POOL).pop();
+        let pooled = crate::sched::fdtable::lock(POOL.get()).pop();
         let tp = match pooled {
             // SAFETY: a block of ours, idle, owned by nobody else now.
             Some(tp) => unsafe { renew(g, tp) }?,
@@ -382,7 +382,7 @@ impl ThreadBlock {
     pub fn release(self) {
         let tp = self.tp;
         std::mem::forget(self);
-        let mut pool = crate::sched::fdtable::lock(&POOL);
+        let mut pool = crate::sched::fdtable::lock(POOL.get());
         if pool.len() < POOL_MAX {
             pool.push(tp);
             return;
@@ -402,6 +402,12 @@ impl Drop for ThreadBlock {
         // task that never ran) goes back too.
         ThreadBlock { tp: self.tp }.release();
     }
+}
+
+/// In a forked child: the pool's lock may have been held by another
+/// thread at the fork.
+pub fn after_fork_child() {
+    POOL.unlock_after_fork(Vec::new);
 }
 
 /// Fresh DTV and TLS images for a pooled block, keeping libc's own block

@@ -64,6 +64,10 @@ fn epoll_parking(
         if deadline.is_some_and(|d| now_ns() >= d) {
             return Some(0);
         }
+        if crate::sched::token::cancel_point() {
+            set_errno(libc::ECANCELED);
+            return Some(-1);
+        }
         match park_until_ready(epfd, Dir::Read, seen, deadline) {
             FdWait::Ready | FdWait::TimedOut => {}
             FdWait::Closed => {

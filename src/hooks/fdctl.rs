@@ -2,7 +2,7 @@
 //! `dup3`, `fcntl`, `fcntl64`, `ioctl`, `flock`, `pipe`, `pipe2`.
 //!
 //! These never block; corun interposes them to keep its per-fd knowledge
-//! true (DESIGN.md §5.1): `close` (and the calls that close fds for the
+//! true (docs/ARCHITECTURE.md §5.1): `close` (and the calls that close fds for the
 //! program: `close_range`, `closefrom`, stdio's `fclose`/`pclose`) wakes any
 //! coroutine parked on the fd (it fails with EBADF) and bumps the fd's
 //! generation so a stale epoll event cannot reach the next file of that
@@ -59,6 +59,8 @@ mod next {
     crate::sys::real::real_fns! {
         fn fclose(f: *mut libc::FILE) -> c_int;
         fn pclose(f: *mut libc::FILE) -> c_int;
+        fn freopen(path: *const libc::c_char, mode: *const libc::c_char, f: *mut libc::FILE) -> *mut libc::FILE;
+        fn freopen64(path: *const libc::c_char, mode: *const libc::c_char, f: *mut libc::FILE) -> *mut libc::FILE;
     }
 }
 
@@ -287,6 +289,43 @@ pub unsafe extern "C" fn fclose(f: *mut libc::FILE) -> c_int {
     }
     // SAFETY: the caller's fclose contract.
     unsafe { next::fclose(f) }
+}
+
+/// `freopen` closes the stream's fd and opens the new file, usually at the
+/// same number, inside glibc where no hook sees it: what corun knew of the
+/// old file (its epoll registration above all) must go, or a wait on the
+/// new one would never wake.
+unsafe fn reopen(f: *mut libc::FILE, call: impl FnOnce() -> *mut libc::FILE) -> *mut libc::FILE {
+    if !f.is_null() {
+        // SAFETY: the caller's freopen contract: `f` is an open stream.
+        fdtable::forget(unsafe { libc::fileno(f) });
+    }
+    let r = call();
+    if !r.is_null() {
+        // SAFETY: glibc just returned an open stream.
+        fdtable::forget(unsafe { libc::fileno(r) });
+    }
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn freopen(
+    path: *const libc::c_char,
+    mode: *const libc::c_char,
+    f: *mut libc::FILE,
+) -> *mut libc::FILE {
+    // SAFETY: the caller's freopen contract.
+    unsafe { reopen(f, || next::freopen(path, mode, f)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn freopen64(
+    path: *const libc::c_char,
+    mode: *const libc::c_char,
+    f: *mut libc::FILE,
+) -> *mut libc::FILE {
+    // SAFETY: the caller's freopen contract.
+    unsafe { reopen(f, || next::freopen64(path, mode, f)) }
 }
 
 #[no_mangle]

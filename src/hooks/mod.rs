@@ -10,7 +10,7 @@
 //! | `poll.rs`     | poll, ppoll, select, pselect, __poll_chk, __ppoll_chk |
 //! | `epoll.rs`    | epoll_wait, epoll_pwait, epoll_pwait2, epoll_create, epoll_create1 |
 //! | `sleep.rs`    | sleep, usleep, nanosleep, clock_nanosleep |
-//! | `fdctl.rs`    | close, close_range, closefrom, fclose, pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, pipe, pipe2 |
+//! | `fdctl.rs`    | close, close_range, closefrom, fclose, freopen(64), pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, pipe, pipe2 |
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
 //! | `process.rs`  | fork, vfork, waitpid, wait |
@@ -28,7 +28,7 @@
 //! result, same errno, for the cost of one thread-local load.
 //!
 //! In a coroutine, a call that could block is made non-blocking *per call*,
-//! never by leaving O_NONBLOCK on the open file description (DESIGN.md §5.1):
+//! never by leaving O_NONBLOCK on the open file description (docs/ARCHITECTURE.md §5.1):
 //!
 //! | fd kind (fstat, once per fd)       | how one attempt is made non-blocking |
 //! |------------------------------------|--------------------------------------|
@@ -243,7 +243,8 @@ pub(crate) enum Io {
 
 /// Makes `attempt` (a non-blocking form of the call) until it does not
 /// return EAGAIN, parking on the netpoller in between. On timeout, returns
-/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF. A
+/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF; when
+/// the coroutine's cancel token is cancelled, -1/ECANCELED. A
 /// success leaves errno as the caller had it, as the blocking call does,
 /// whatever the attempts before it failed with.
 pub(crate) fn nonblocking_loop(
@@ -264,6 +265,10 @@ pub(crate) fn nonblocking_loop(
         let err = errno();
         if err != libc::EAGAIN || user_nonblocking(fd, e) {
             return Io::Done(r);
+        }
+        if crate::sched::token::cancel_point() {
+            set_errno(libc::ECANCELED);
+            return Io::Done(-1);
         }
         match park_until_ready(fd, dir, seen, deadline.get(fd, e, dir)) {
             FdWait::Ready => continue,

@@ -118,6 +118,10 @@ fn wait_loop(
         if deadline.is_some_and(|d| now_ns() >= d) {
             return 0;
         }
+        if crate::sched::token::cancel_point() {
+            crate::sys::set_errno(libc::ECANCELED);
+            return -1;
+        }
         park_until_any_ready(&waits, deadline);
     }
 }

@@ -27,6 +27,7 @@ pub unsafe extern "C" fn fork() -> pid_t {
     if pid == 0 {
         let saved = crate::sys::errno();
         after_fork_child(task, is_main);
+        super::pthread::after_fork_child();
         crate::sys::set_errno(saved);
     }
     pid

@@ -168,10 +168,11 @@ struct Entry {
 
 const SHARDS: usize = 64;
 type Shard = Mutex<Option<HashMap<u64, Entry>>>;
-static THREADS: [Shard; SHARDS] = [const { Mutex::new(None) }; SHARDS];
+static THREADS: [crate::sys::ForkMutex<Option<HashMap<u64, Entry>>>; SHARDS] =
+    [const { crate::sys::ForkMutex::new(None) }; SHARDS];
 
 fn shard(id: u64) -> &'static Shard {
-    &THREADS[(id as usize) % SHARDS]
+    THREADS[(id as usize) % SHARDS].get()
 }
 
 fn lookup(id: u64) -> Option<(TaskRef, Arc<ThreadRec>)> {
@@ -674,6 +675,15 @@ pub(super) fn end_without_unwind(value: usize) -> ! {
     }
     thread_end();
     sched::exit_current(value)
+}
+
+/// In a forked child: a shard of the thread table locked at the fork by
+/// another thread would stay locked (the forking thread's own record is
+/// kept; the parent's other threads do not exist here).
+pub(super) fn after_fork_child() {
+    for s in THREADS.iter() {
+        s.unlock_after_fork(|| None);
+    }
 }
 
 /// The coroutine thread behind a handle, if it is one and still exists.

@@ -2,7 +2,7 @@
 //!
 //! Neither call has a per-call non-blocking flag for a socket: the socket
 //! side blocks unless O_NONBLOCK is set on the open file description, which
-//! corun never does (DESIGN.md §5.1). So:
+//! corun never does (docs/ARCHITECTURE.md §5.1). So:
 //!
 //! - `sendfile` from a regular file to a pipe waits until the pipe has room
 //!   and then makes the real call, which moves what fits without waiting

@@ -5,6 +5,9 @@
 //! thread takes the signal, the coroutine keeps sleeping), so `nanosleep`
 //! never reports EINTR and never writes `rem`: the behaviour of a sleep that
 //! no signal interrupted. Zero-length sleeps yield to the other coroutines.
+//! A coroutine whose cancel token is cancelled (`sched::token`) ends its
+//! sleep at once: -1 and errno ECANCELED (`sleep`: the seconds left, with
+//! errno ECANCELED; `clock_nanosleep`: ECANCELED returned).
 //!
 //! `clock_nanosleep` parks for CLOCK_MONOTONIC, CLOCK_REALTIME,
 //! CLOCK_BOOTTIME and CLOCK_TAI, relative or TIMER_ABSTIME (an absolute time
@@ -17,15 +20,17 @@ use std::ffi::{c_int, c_uint};
 
 use libc::{timespec, useconds_t};
 
-use crate::sched::{in_coroutine, sleep_until, yield_now};
+use crate::sched::{in_coroutine, token, yield_now};
 use crate::sys::{now_ns, real, set_errno, timespec_ns};
 
-/// Parks for `ns` nanoseconds (yields when 0).
-pub(crate) fn park_for(ns: u64) {
+/// Parks for `ns` nanoseconds (yields when 0). False: the coroutine's
+/// cancel token was cancelled first (the sleep fails with ECANCELED).
+pub(crate) fn park_for(ns: u64) -> bool {
     if ns == 0 {
         yield_now();
+        true
     } else {
-        sleep_until(now_ns().saturating_add(ns));
+        token::sleep_until(now_ns().saturating_add(ns))
     }
 }
 
@@ -46,7 +51,10 @@ pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> 
         set_errno(libc::EINVAL);
         return -1;
     }
-    park_for(timespec_ns(&ts));
+    if !park_for(timespec_ns(&ts)) {
+        set_errno(libc::ECANCELED);
+        return -1;
+    }
     0
 }
 
@@ -56,7 +64,10 @@ pub unsafe extern "C" fn usleep(us: useconds_t) -> c_int {
         // SAFETY: plain integer.
         return unsafe { real::usleep(us) };
     }
-    park_for(us as u64 * 1000);
+    if !park_for(us as u64 * 1000) {
+        set_errno(libc::ECANCELED);
+        return -1;
+    }
     0
 }
 
@@ -66,7 +77,12 @@ pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
         // SAFETY: plain integer.
         return unsafe { real::sleep(s) };
     }
-    park_for(s as u64 * 1_000_000_000);
+    let until = now_ns().saturating_add(s as u64 * 1_000_000_000);
+    if !park_for(s as u64 * 1_000_000_000) {
+        // The seconds left, rounded up as glibc's sleep does; errno says why.
+        set_errno(libc::ECANCELED);
+        return until.saturating_sub(now_ns()).div_ceil(1_000_000_000) as c_uint;
+    }
     0
 }
 
@@ -101,6 +117,8 @@ pub unsafe extern "C" fn clock_nanosleep(
     } else {
         timespec_ns(&ts)
     };
-    park_for(ns);
+    if !park_for(ns) {
+        return libc::ECANCELED;
+    }
     0
 }

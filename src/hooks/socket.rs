@@ -298,6 +298,10 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
         match err {
             libc::EINPROGRESS | libc::EALREADY if started || err == libc::EINPROGRESS => {
                 started = true;
+                if crate::sched::token::cancel_point() {
+                    set_errno(libc::ECANCELED);
+                    return Some(-1);
+                }
                 match park_until_ready(fd, Dir::Write, seen, deadline) {
                     FdWait::Ready => continue,
                     FdWait::Closed => {
@@ -320,7 +324,10 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
                     set_errno(libc::EAGAIN);
                     return Some(-1);
                 }
-                crate::sched::sleep_until(now_ns() + 1_000_000);
+                if !crate::sched::token::sleep_until(now_ns() + 1_000_000) {
+                    set_errno(libc::ECANCELED);
+                    return Some(-1);
+                }
             }
             _ => {
                 set_errno(err);

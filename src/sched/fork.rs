@@ -1,4 +1,4 @@
-//! What a forked child keeps of the runtime (DESIGN.md 5.5).
+//! What a forked child keeps of the runtime (docs/ARCHITECTURE.md §5.5).
 //!
 //! `fork` copies the whole address space but only the calling thread. The
 //! child inherits every fd, including each worker's epoll instance and
@@ -12,7 +12,9 @@
 //! - every other worker is marked dead: never started, never placed on;
 //! - the fd table is rebuilt without waiters or epoll registrations (the
 //!   parent's), keeping what the hooks learned about each fd;
-//! - the futex table (`sync`) forgets the parent's sleepers;
+//! - the futex table (`sync`) forgets the parent's sleepers, and any of
+//!   its locks (or the TLS pool's) that another thread held at the fork is
+//!   made anew (`sys::unlock_after_fork`);
 //! - the blocking pool and the watchdog forget their threads;
 //! - the forking coroutine is the child's only one. If it is not `main`,
 //!   its end is the end of the child's last thread: the child exits with
@@ -34,6 +36,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     };
     super::fdtable::rebuild_after_fork();
     super::sync::after_fork_child();
+    crate::ctx::tls::after_fork_child();
     if let Err(e) = super::worker::reset_after_fork(w) {
         crate::sys::raw_stderr(
             format!("corun: forked child cannot rebuild its scheduler: {e}\n").as_bytes(),
@@ -44,6 +47,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::blocking::reset_after_fork();
     super::worker::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();
+    super::deadline::after_fork_child();
     if !is_main {
         ANCHOR.store(forking_task, Ordering::Relaxed);
     }

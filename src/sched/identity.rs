@@ -29,6 +29,10 @@ pub mod cancel {
     /// A thread made by pthread_create (cancellable, runs TLS destructors
     /// at its end); corun_spawn tasks are not.
     pub const PTHREAD: u32 = 16;
+    /// The cancel token the coroutine runs under is cancelled
+    /// (`sched::token`): a token-aware wait fails with ECANCELED instead of
+    /// parking. Set and cleared under that token's lock; never unwinds.
+    pub const TOKEN: u32 = 32;
 }
 
 #[derive(Default)]
@@ -50,6 +54,14 @@ pub struct Identity {
     pub cancel: AtomicU32,
     /// Parked (or about to park) at a cancellation point.
     pub at_cancel_point: AtomicBool,
+    /// The cancel token the coroutine runs under (`sched::token`), if any:
+    /// touched only by the task itself.
+    pub token: Cell<Option<std::sync::Arc<super::token::Inner>>>,
+    /// Set by `token::check` just before a park: that park returns at once
+    /// (without registering) if the token is cancelled, and the caller's
+    /// next `token::check` fails its call with ECANCELED. Consumed by the
+    /// park (see `park::park_as`).
+    pub token_point: Cell<bool>,
     /// Top of the thread's chain of C cleanup buffers
     /// (`__pthread_register_cancel`, what C's `pthread_cleanup_push`
     /// makes), 0 when empty.
@@ -105,5 +117,11 @@ impl Identity {
     pub fn cancel_due(&self) -> bool {
         let c = self.cancel.load(Ordering::Acquire);
         c & (cancel::REQUESTED | cancel::DISABLED | cancel::ACTING) == cancel::REQUESTED
+    }
+
+    /// Whether the cancel token the coroutine runs under is cancelled.
+    #[inline]
+    pub fn token_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst) & cancel::TOKEN != 0
     }
 }

@@ -8,14 +8,21 @@
 //! an fd is ready or a deadline passes, and the scheduler wakes it.
 
 pub mod blocking;
+pub mod chan;
+pub mod chan_queue;
+pub mod cosync;
+pub mod deadline;
 pub mod fdtable;
 pub mod fork;
 pub mod identity;
 pub mod park;
 pub mod run_queue;
+pub mod scope;
 pub mod sync;
 pub mod task;
 pub mod timers;
+pub mod token;
+pub mod wait;
 pub mod waiter;
 pub mod watchdog;
 pub mod worker;

@@ -139,18 +139,32 @@ pub(super) fn park_as(
     deadline: Option<u64>,
 ) -> Woken {
     let task = current_ref().expect("park outside a coroutine");
+    // Announce, then check: `pthread_cancel` sets its request, then looks
+    // at the flag (both SeqCst), so either it wakes this park or this check
+    // sees the request.
+    let token_point = task.ident.token_point.replace(false);
     if cancelable {
-        // Announce, then check: `pthread_cancel` sets its request, then
-        // looks at the flag (both SeqCst), so either it wakes this park or
-        // this check sees the request.
         task.ident.at_cancel_point.store(true, SeqCst);
         if task.ident.cancel_due() {
             task.ident.at_cancel_point.store(false, Relaxed);
             cancel_now(task);
         }
     }
-    let tp = Arc::as_ptr(&task);
     let token = task.begin_park();
+    // A token-aware park (`token::cancel_point` just before) checks the
+    // token after taking its park token: a canceller sets the bit, fences,
+    // then wakes the park token it sees; this side takes the token,
+    // fences, then looks at the bit. Either the canceller wakes this very
+    // park or the park sees the bit, returns, and its caller fails with
+    // ECANCELED.
+    if cancelable && token_point {
+        std::sync::atomic::fence(SeqCst);
+        if task.ident.token_cancelled() {
+            task.ident.at_cancel_point.store(false, Relaxed);
+            return Woken::NotParked;
+        }
+    }
+    let tp = Arc::as_ptr(&task);
     set_current(std::ptr::null());
     if !register(Waiter::Task {
         task: task.clone(),
@@ -225,7 +239,7 @@ pub fn interrupt_cancelable(t: &TaskRef) {
 }
 
 /// What `enlist` did.
-enum Enlist {
+pub(crate) enum Enlist {
     /// The waiter is on the fd's list.
     Waiting,
     /// The fd's readiness moved past the caller's snapshot: retry now.
@@ -241,7 +255,7 @@ enum Enlist {
 /// the netpoller takes to wake waiters after moving the sequence, so an
 /// edge between the snapshot and the park is never lost. The first waiter
 /// registers the fd with this worker's epoll; stale waiters are pruned.
-fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w: Waiter) -> Enlist {
+pub(crate) fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w: Waiter) -> Enlist {
     use std::sync::atomic::Ordering::Acquire;
     let mut g = fdtable::lock(&e.waiters);
     let gen = e.gen.load(Acquire);

@@ -116,7 +116,7 @@ pub struct Task {
 // SAFETY: the fields that are not thread-safe (`entry`, `coro`, `yielder`,
 // `exiting`, `ext`) are only touched by the task's home worker thread: before
 // the first run by whoever holds it in a queue (exclusively), afterwards by
-// the home worker only, which never changes (DESIGN.md §5.2). Everything
+// the home worker only, which never changes (docs/ARCHITECTURE.md §5.2). Everything
 // other threads use is atomic or behind a Mutex.
 unsafe impl Send for Task {}
 // SAFETY: as above.

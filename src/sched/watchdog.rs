@@ -17,7 +17,7 @@
 //! ```
 //!
 //! It also hands the stalled worker's never-run tasks to the least loaded
-//! other worker (moving a task that has no frames is safe, DESIGN.md 5.2),
+//! other worker (moving a task that has no frames is safe, docs/ARCHITECTURE.md §5.2),
 //! so new connections are not stuck behind it. Tasks that have run stay:
 //! they are pinned to their thread for life.
 //!

@@ -16,7 +16,7 @@
 //!   frames yet is safe.
 //! - `run_queue`: tasks that ran before and are runnable again. They are
 //!   pinned to this worker for life, because C code may keep the address of
-//!   errno or other thread-local data across a call (DESIGN.md §5.2).
+//!   errno or other thread-local data across a call (docs/ARCHITECTURE.md §5.2).
 //! - `inbox`: tasks of this worker made runnable by other threads (a
 //!   netpoller of another worker, a mutex unlocked elsewhere). The owner
 //!   moves them to `run_queue`.

@@ -17,7 +17,7 @@ pub fn errno() -> i32 {
 
 /// Sets the calling thread's errno. Hooks call this last, after their final
 /// switch, so the value lands in the thread that returns to the program
-/// (DESIGN.md §5.2).
+/// (docs/ARCHITECTURE.md §5.2).
 #[inline]
 pub fn set_errno(e: i32) {
     // SAFETY: as in `errno`.
@@ -185,6 +185,41 @@ pub fn block_all_signals() {
 }
 
 /// The kernel thread id of the caller.
+/// A `Mutex` that a forked child can make usable again when a thread of
+/// the parent held it at the fork (that thread does not exist in the
+/// child, so it never unlocks it). The mutex sits in an `UnsafeCell` so
+/// that the child may replace it.
+pub struct ForkMutex<T>(std::cell::UnsafeCell<std::sync::Mutex<T>>);
+
+// SAFETY: shared like the Mutex inside; the cell is only written by
+// `unlock_after_fork`, in a forked child, when it is the only thread.
+unsafe impl<T: Send> Sync for ForkMutex<T> {}
+
+impl<T> ForkMutex<T> {
+    pub const fn new(v: T) -> ForkMutex<T> {
+        ForkMutex(std::cell::UnsafeCell::new(std::sync::Mutex::new(v)))
+    }
+
+    /// The mutex.
+    #[inline]
+    pub fn get(&self) -> &std::sync::Mutex<T> {
+        // SAFETY: only `unlock_after_fork` writes the cell, in a forked
+        // child with no other thread and no outstanding reference in use.
+        unsafe { &*self.0.get() }
+    }
+
+    /// In a forked child: if the mutex was held at the fork, replace it by
+    /// a new one holding `fresh()`; the old contents (maybe half-updated)
+    /// are leaked, never dropped.
+    pub fn unlock_after_fork(&self, fresh: impl FnOnce() -> T) {
+        if let Err(std::sync::TryLockError::WouldBlock) = self.get().try_lock() {
+            // SAFETY: the child runs one thread, this one; the holder of the
+            // old mutex is gone and nobody else refers to it now.
+            unsafe { std::ptr::write(self.0.get(), std::sync::Mutex::new(fresh())) };
+        }
+    }
+}
+
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
     unsafe { crate::sys::real::syscall!(libc::SYS_gettid) as i32 }

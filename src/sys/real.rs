@@ -7,7 +7,7 @@
 //! the same name in this module, which jumps to the next definition in the
 //! link order (`dlsym(RTLD_NEXT, name)`), i.e. glibc's.
 //!
-//! Why not `redhook` (DESIGN.md §6): its `real!` resolves under a
+//! Why not `redhook` (docs/ARCHITECTURE.md §6): its `real!` resolves under a
 //! `std::sync::Once`, so a first call that re-enters the same hook (dlsym
 //! itself may call into libc) deadlocks; a missing symbol panics, and a panic
 //! inside an exported hook is a crash; it cannot declare a variadic

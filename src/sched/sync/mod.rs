@@ -57,7 +57,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::fdtable::lock;
-use super::park::{current_id, in_coroutine, park, park_as, Woken};
+use super::park::{current_id, in_coroutine, park, Woken};
 use super::waiter::Waiter;
 
 /// When a wait ends at the latest.
@@ -110,7 +110,8 @@ unsafe impl Send for Slot {}
 /// Nothing is allocated or freed while a bucket is locked: the program's
 /// `malloc` may itself lock pthread mutexes (jemalloc, tcmalloc do), whose
 /// contended path comes back here, possibly to this very bucket.
-static LOT: [Mutex<Vec<Slot>>; BUCKETS] = [const { Mutex::new(Vec::new()) }; BUCKETS];
+static LOT: [crate::sys::ForkMutex<Vec<Slot>>; BUCKETS] =
+    [const { crate::sys::ForkMutex::new(Vec::new()) }; BUCKETS];
 
 /// Native threads that are, or may be about to be, in a kernel futex wait.
 static KERNEL_SLEEPERS: AtomicUsize = AtomicUsize::new(0);
@@ -182,7 +183,7 @@ impl Batch {
 
 fn bucket(addr: usize) -> &'static Mutex<Vec<Slot>> {
     let h = (addr as u64 >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
-    &LOT[h as usize % BUCKETS]
+    LOT[h as usize % BUCKETS].get()
 }
 
 /// Realtime clock in ns since the epoch.
@@ -247,9 +248,20 @@ pub fn wait_cancelable(word: &AtomicU32, expected: u32, deadline: Option<Deadlin
     if deadline.is_some_and(|d| d.passed()) || !in_coroutine() {
         return wait(word, expected, deadline);
     }
-    let (r, consumed) = park_on_as(word, expected, MATCH_ANY, deadline, true);
-    if t.ident.cancel_due() && consumed {
-        wake(word, 1);
+    let r = park_on_as(true, word, expected, MATCH_ANY, deadline);
+    if t.ident.cancel_due() {
+        let addr = word.as_ptr() as usize;
+        let me = t.id;
+        let mut g = lock(bucket(addr));
+        let mine = g
+            .iter()
+            .position(|s| s.addr == addr && s.waiter.is_park(me, t.current_park().unwrap_or(0)));
+        let slot = mine.map(|i| g.remove(i));
+        drop(g);
+        if slot.is_none() && r == WaitResult::Woken {
+            wake(word, 1);
+        }
+        drop(slot);
     }
     r
 }
@@ -289,25 +301,23 @@ pub fn park_on(
     bits: u32,
     deadline: Option<Deadline>,
 ) -> WaitResult {
-    park_on_as(word, expected, bits, deadline, false).0
+    park_on_as(false, word, expected, bits, deadline)
 }
 
-/// `park_on`, at a cancellation point if `cancelable` (`pthread_cancel`
-/// ends the park). Also returns whether a wake was consumed: false when the
-/// wait ended (timeout, cancellation) with the waiter still queued.
+/// `park_on`, at a cancellation point or not (`park::park_cancelable`).
 fn park_on_as(
+    cancelable: bool,
     word: &AtomicU32,
     expected: u32,
     bits: u32,
     deadline: Option<Deadline>,
-    cancelable: bool,
-) -> (WaitResult, bool) {
+) -> WaitResult {
     let addr = word.as_ptr() as usize;
     let at = AtomicUsize::new(addr);
     let me = current_id();
     let mut my_token = 0;
     PARKED.fetch_add(1, Ordering::SeqCst);
-    let woken = park_as(
+    let woken = super::park::park_as(
         cancelable,
         |w| {
             let mut g = lock_with_room(bucket(addr), 1);
@@ -328,18 +338,14 @@ fn park_on_as(
         },
         deadline.map(Deadline::monotonic),
     );
-    // A cancellation wakes the park with the waiter still queued.
-    let cancelled = cancelable
-        && matches!(woken, Woken::Event)
-        && super::park::current().is_some_and(|t| t.ident.cancel_due());
     let r = match woken {
-        Woken::NotParked => (WaitResult::Mismatch, false),
-        Woken::Event if !cancelled => (WaitResult::Woken, true),
-        Woken::Event | Woken::TimedOut => {
-            // Still queued: nobody woke us, the timeout (or cancellation)
-            // stands. Gone: a wake took us out of the queue, and it must
-            // count as ours. A requeue may have moved the slot: `at` names
-            // its word, read under the lock of the bucket that held it.
+        Woken::NotParked => WaitResult::Mismatch,
+        Woken::Event => WaitResult::Woken,
+        Woken::TimedOut => {
+            // Still queued: nobody woke us, the timeout stands. Gone: a wake
+            // took us out of the queue, and it must count as ours. A requeue
+            // may have moved the slot: `at` names its word, read under the
+            // lock of the bucket that held it.
             let mut cur = addr;
             loop {
                 let mut g = lock(bucket(cur));
@@ -350,16 +356,12 @@ fn park_on_as(
                     let slot = g.remove(i);
                     drop(g);
                     drop(slot);
-                    break if cancelled {
-                        (WaitResult::Woken, false)
-                    } else {
-                        (WaitResult::TimedOut, false)
-                    };
+                    break WaitResult::TimedOut;
                 }
                 let next = at.load(Ordering::Acquire);
                 drop(g);
                 if next == cur {
-                    break (WaitResult::Woken, true);
+                    break WaitResult::Woken;
                 }
                 cur = next;
             }
@@ -458,7 +460,9 @@ pub fn wake_parked(addr: usize, n: usize, bits: u32) -> usize {
 /// of the parent held at the fork stays as it is (that thread is gone).
 pub fn after_fork_child() {
     for b in LOT.iter() {
-        if let Ok(mut g) = b.try_lock() {
+        // A bucket locked at the fork by another thread would stay locked.
+        b.unlock_after_fork(Vec::new);
+        if let Ok(mut g) = b.get().try_lock() {
             for s in g.drain(..) {
                 std::mem::forget(s);
             }

@@ -1,0 +1,170 @@
+//! Semaphores: `sem_wait`, `trywait`, `timedwait`, `clockwait`, `post`
+//! (see mod.rs).
+
+use super::*;
+
+/// glibc's `struct new_sem` on 64-bit little-endian: `data` = value |
+/// nwaiters << 32, then `private`, which holds glibc's LLL_SHARED (nonzero)
+/// for a process-shared semaphore and 0 for a private one.
+#[repr(C)]
+pub(super) struct SemWords {
+    pub(super) value: AtomicU32,
+    pub(super) nwaiters: AtomicU32,
+    pub(super) private: i32,
+}
+
+/// # Safety
+/// `s` points at a live sem_t.
+unsafe fn sem_ours<'a>(s: *mut sem_t) -> Option<&'a SemWords> {
+    if !on() || !layout().sem {
+        return None;
+    }
+    // SAFETY: SemWords is a prefix of sem_t (32 bytes, 8-aligned).
+    let w = unsafe { &*(s as *const SemWords) };
+    // SAFETY: reading the caller's object.
+    (unsafe { std::ptr::read_volatile(&w.private) } == 0).then_some(w)
+}
+
+/// 0, or -1 with errno, as the sem_* functions return.
+fn sem_result(e: c_int) -> c_int {
+    if e == 0 {
+        0
+    } else {
+        set_errno(e);
+        -1
+    }
+}
+
+fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
+    loop {
+        let v = w.value.load(Ordering::Relaxed);
+        if v > 0 {
+            if w.value
+                .compare_exchange_weak(v, v - 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return 0;
+            }
+            continue;
+        }
+        if try_only {
+            return libc::EAGAIN;
+        }
+        w.nwaiters.fetch_add(1, Ordering::SeqCst);
+        let r = sync::wait_cancelable(&w.value, 0, deadline);
+        w.nwaiters.fetch_sub(1, Ordering::SeqCst);
+        if let Some(t) = crate::sched::current() {
+            crate::sched::identity::cancel_point(&t.ident);
+        }
+        if r == WaitResult::TimedOut {
+            return libc::ETIMEDOUT;
+        }
+    }
+}
+
+/// A process-shared or named semaphore in a coroutine: glibc's trywait
+/// with a back-off (mod.rs), a cancellation point as sem_wait is; None
+/// outside coroutines (the caller makes glibc's blocking call).
+fn glibc_down(s: *mut sem_t, deadline: Option<Deadline>) -> Option<c_int> {
+    if !on() || !in_coroutine() {
+        return None;
+    }
+    let r = try_with_backoff(libc::EAGAIN, deadline, || {
+        if let Some(t) = current() {
+            sched::identity::cancel_point(&t.ident);
+        }
+        // SAFETY: the caller's semaphore.
+        match unsafe { real::sem_trywait(s) } {
+            0 => 0,
+            _ => crate::sys::errno(),
+        }
+    });
+    Some(sem_result(r))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sem_wait(s: *mut sem_t) -> c_int {
+    // SAFETY: the caller's semaphore.
+    match unsafe { sem_ours(s) } {
+        Some(w) => sem_result(sem_down(w, false, None)),
+        // SAFETY: the caller's contract.
+        None => glibc_down(s, None).unwrap_or_else(|| unsafe { real::sem_wait(s) }),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sem_trywait(s: *mut sem_t) -> c_int {
+    // SAFETY: the caller's semaphore.
+    match unsafe { sem_ours(s) } {
+        Some(w) => sem_result(sem_down(w, true, None)),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::sem_trywait(s) },
+    }
+}
+
+fn sem_timed(w: &SemWords, clk: clockid_t, abs: *const timespec) -> c_int {
+    match sem_down(w, true, None) {
+        libc::EAGAIN => match deadline_of(clk, abs) {
+            Ok(d) => sem_result(sem_down(w, false, Some(d))),
+            Err(e) => sem_result(e),
+        },
+        r => sem_result(r),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sem_timedwait(s: *mut sem_t, abs: *const timespec) -> c_int {
+    // SAFETY: the caller's semaphore.
+    match unsafe { sem_ours(s) } {
+        Some(w) => sem_timed(w, libc::CLOCK_REALTIME, abs),
+        None => match deadline_of(libc::CLOCK_REALTIME, abs) {
+            Ok(d) => glibc_down(s, Some(d)),
+            Err(_) => None,
+        }
+        // SAFETY: the caller's contract.
+        .unwrap_or_else(|| unsafe { real::sem_timedwait(s, abs) }),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sem_clockwait(
+    s: *mut sem_t,
+    clk: clockid_t,
+    abs: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's semaphore.
+    match unsafe { sem_ours(s) } {
+        Some(w) => sem_timed(w, clk, abs),
+        None => match deadline_of(clk, abs) {
+            Ok(d) => glibc_down(s, Some(d)),
+            Err(_) => None,
+        }
+        // SAFETY: the caller's contract.
+        .unwrap_or_else(|| unsafe { real::sem_clockwait(s, clk, abs) }),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
+    // SAFETY: the caller's semaphore.
+    let Some(w) = (unsafe { sem_ours(s) }) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::sem_post(s) };
+    };
+    loop {
+        let v = w.value.load(Ordering::Relaxed);
+        if v >= i32::MAX as u32 {
+            return sem_result(libc::EOVERFLOW);
+        }
+        if w.value
+            .compare_exchange_weak(v, v + 1, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            break;
+        }
+    }
+    if w.nwaiters.load(Ordering::SeqCst) != 0 {
+        sync::wake(&w.value, 1);
+    }
+    0
+}
