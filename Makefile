@@ -14,9 +14,6 @@ CARGO   ?= cargo
 CC      ?= gcc
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
-CXX     ?= g++
-CXXFLAGS ?= -O2 -g
-CXXFLAGS += -std=c++20 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
 # -rdynamic: function names reach the dynamic symbol table, so corun's
 # watchdog can name the function a stalled coroutine was started with.
 LDFLAGS += -rdynamic
@@ -59,6 +56,14 @@ $(BIN)/%: c-tests/%.cpp | $(BIN)
 $(RUST_THREADS): c-tests/rust-threads/Cargo.toml $(wildcard c-tests/rust-threads/src/*.rs) | $(BIN)
 	$(CARGO) build --release --manifest-path c-tests/rust-threads/Cargo.toml --target-dir target/rust-threads
 	cp target/rust-threads/release/rust-threads $@
+
+# liburing's header and library (liburing-dev: make deps installs it). The
+# header is looked for when the rule runs, after deps, not when make starts.
+$(BIN)/hooks_io_uring: c-tests/hooks_io_uring.c c-tests/transcript.h | $(BIN)
+	@if [ -e /usr/include/liburing.h ]; then \
+		echo "$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -luring"; \
+		$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -luring; \
+	else echo "not building $@: no liburing.h (make deps installs liburing-dev)"; fi
 
 # The two HTTP servers share their request handling.
 $(BIN)/threaded_http $(BIN)/epoll_http: c-tests/http_common.h

@@ -12,7 +12,9 @@
 #      machine's MemAvailable drop (kernel stacks included); median of 3.
 #   3. wrk: threaded_http natively, under corun (1 worker and all workers),
 #      and epoll_http, at 100, 1,000 and 10,000 keep-alive connections.
-#   4. perf profiles of corun's hot paths (where the machine allows).
+#   4. MariaDB (Debian's mariadbd, default configuration) under sysbench
+#      oltp_read_write, 64 threads: natively and under corun.
+#   5. perf profiles of corun's hot paths (where the machine allows).
 #
 # Environment (for quick trials; the defaults are the benchmark):
 #   BENCH_DURATION=10 seconds per wrk point   BENCH_CONNS="100 1000 10000"
@@ -20,7 +22,8 @@
 #   BENCH_QUICK=1 fewer micro iterations      BENCH_OUT=bench
 #   BENCH_REPS=3 wrk repetitions of each point of 1,000 connections or more
 #   (points of fewer connections run once); the report takes medians.
-#   BENCH_PARTS="micro idle wrk perf" the parts to run
+#   BENCH_MARIADB_TIME=30 seconds of sysbench per MariaDB run
+#   BENCH_PARTS="micro idle wrk mariadb perf" the parts to run
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
@@ -31,7 +34,8 @@ IDLE_N=${BENCH_IDLE_CONNS:-10000}
 OUT=${BENCH_OUT:-$ROOT/bench}
 QUICK=${BENCH_QUICK:-0}
 REPS=${BENCH_REPS:-3}
-PARTS=" ${BENCH_PARTS:-micro idle wrk perf} "
+MDB_TIME=${BENCH_MARIADB_TIME:-30}
+PARTS=" ${BENCH_PARTS:-micro idle wrk mariadb perf} "
 part() { [[ "$PARTS" == *" $1 "* ]]; }
 NCPU=$(nproc)
 RAW="$OUT/raw" # the raw figures, kept next to the report they make
@@ -69,6 +73,9 @@ stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
     echo "gcc	$(gcc -dumpfullversion)"
     echo "rustc	$(rustc --version 2>/dev/null | awk '{print $2}')"
     echo "wrk	$(wrk -v 2>&1 | head -1 | awk '{print $2}')"
+    echo "mariadb	$(/usr/sbin/mariadbd --version 2>/dev/null | awk '{print $3}')"
+    echo "sysbench	$(sysbench --version 2>/dev/null | awk '{print $2}')"
+    echo "mariadb_time	$MDB_TIME"
     echo "commit	$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
     echo "duration	$DUR"
     echo "body	$BODY"
@@ -273,7 +280,25 @@ for rep in $(seq 1 "$REPS"); do
 done
 fi
 
-# ---------------------------------------------------------------- 4. perf
+# ---------------------------------------------------------------- 4. mariadb
+# A real thread-per-connection server: scripts/mariadb_sysbench.sh starts
+# a fresh mariadbd, runs sysbench against it and shuts it down; natively,
+# then under corun (all workers).
+: >"$RAW/mariadb.tsv"
+if part mariadb; then
+    for v in native corun; do
+        if out=$(MARIADB_TIME=$MDB_TIME bash "$ROOT/scripts/mariadb_sysbench.sh" "$v" "$TMPD/mariadb" 2>&1) &&
+            r=$(grep '^RESULT' <<<"$out"); then
+            printf '%s\t%s\n' "$v" "${r#RESULT }" >>"$RAW/mariadb.tsv"
+            say "mariadb $v: $(sed 's/.* tps=\([^ ]*\).* ignored=\([^ ]*\).* threads=\([^ ]*\).*/\1 transactions\/s, \2 ignored errors, \3 kernel threads/' <<<"$r")"
+        else
+            printf '%s\tFAILED %s\n' "$v" "$(tail -3 <<<"$out" | tr '\n' ' ' | cut -c1-300)" >>"$RAW/mariadb.tsv"
+            say "mariadb $v: FAILED: $(tail -3 <<<"$out")"
+        fi
+    done
+fi
+
+# ---------------------------------------------------------------- 5. perf
 : >"$RAW/perf.txt"
 if ! part perf; then
     echo "(not run)" >"$RAW/perf.txt"

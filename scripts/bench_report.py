@@ -133,6 +133,16 @@ def w(g, v, c, k):
 
 
 # ---------------------------------------------------------------- goals
+# ---------------------------------------------------------------- mariadb
+mdb, mdb_failed = {}, {}
+for r in read_tsv("mariadb.tsv"):
+    if len(r) < 2:
+        continue
+    if r[1].startswith("FAILED"):
+        mdb_failed[r[0]] = r[1][len("FAILED "):].strip()
+        continue
+    mdb[r[0]] = dict(kv.split("=", 1) for kv in r[1].split() if "=" in kv)
+
 goals = []
 
 
@@ -456,7 +466,38 @@ if idle_fail:
     a(f"Idle-connection runs that failed: {', '.join(idle_fail)}")
     a("")
 
-a("## 4. Where the time goes (perf)")
+a("## 4. MariaDB under sysbench")
+a("")
+MT = meta.get("mariadb_time", "30")
+a(f"Debian's MariaDB {meta.get('mariadb', '')} (`mariadbd`, its default configuration: InnoDB on io_uring, "
+  f"one thread per connection), a fresh datadir per run, then `sysbench {meta.get('sysbench', '')} oltp_read_write "
+  f"--tables=4 --table-size=10000 --threads=64 --time={MT}` over 127.0.0.1; natively, then under corun ({NCPU} "
+  "workers), in this bench run (`scripts/mariadb_sysbench.sh`). sysbench runs on the same machine. *ignored "
+  "errors* are sysbench's deadlocks and lock wait timeouts (retried); *threads* the most kernel threads mariadbd "
+  "had; *start* until it answers a ping; *shutdown* `mariadb-admin shutdown` until the process exited.")
+a("")
+a("| server | transactions/s | ignored errors | avg latency | p95 latency | threads | peak RSS | start | shutdown |")
+a("|---|---|---|---|---|---|---|---|---|")
+for v, label in (("native", "mariadbd, native threads"), ("corun", f"mariadbd under corun ({NCPU} workers)")):
+    x = mdb.get(v)
+    if x:
+        a(f"| {label} | {float(x['tps']):,.1f} | {int(x['ignored']):,} | {float(x['lat_avg_ms']):,.1f} ms | "
+          f"{float(x['lat_p95_ms']):,.1f} ms | {int(x['threads']):,} | {int(x['hwm_kib']) / 1024:,.0f} MiB | "
+          f"{int(x['start_ms']) / 1000:.1f} s | {int(x['shutdown_ms']) / 1000:.1f} s |")
+    elif v in mdb_failed:
+        a(f"| {label} | **failed**: {mdb_failed[v]} | | | | | | | |")
+    else:
+        a(f"| {label} | (not run) | | | | | | | |")
+a("")
+if "native" in mdb and "corun" in mdb:
+    a(f"corun / native: transactions/s {fr(ratio(float(mdb['corun']['tps']), float(mdb['native']['tps'])), 2)}, "
+      f"p95 latency {fr(ratio(float(mdb['corun']['lat_p95_ms']), float(mdb['native']['lat_p95_ms'])), 2)}, "
+      f"peak RSS {fr(ratio(int(mdb['corun']['hwm_kib']), int(mdb['native']['hwm_kib'])), 2)}. "
+      f"corun wrote {mdb['corun'].get('corun_msgs', '0')} lines to the server's error log (watchdog: a coroutine "
+      "held its worker over 100 ms; on a loaded machine also when the kernel did not run the worker).")
+    a("")
+
+a("## 5. Where the time goes (perf)")
 a("")
 a("`perf record -e cpu-clock` (software clock sampling: this VM has no hardware counters when that column above "
   "says no), `perf report --no-children --sort dso,symbol`, entries above 1.5 %.")
@@ -485,6 +526,7 @@ a("LD_PRELOAD=target/release/libcorun.so c-tests/bin/co_bench_micro mutex 200000
 a("# idle memory:")
 a(f"c-tests/bin/threaded_http PORT {meta.get('body', '128')} &   # or under LD_PRELOAD, or epoll_http")
 a(f"c-tests/bin/http_client idle PORT {N_IDLE} {meta.get('body', '128')}")
+a(f"MARIADB_TIME={MT} scripts/mariadb_sysbench.sh native LOGDIR   # or corun: a fresh mariadbd, sysbench, shutdown")
 a("# wrk, pinned (shared: the same without taskset, CORUN_WORKERS=" + str(NCPU) + "):")
 a(f"taskset -c 1 env CORUN_WORKERS=1 LD_PRELOAD=target/release/libcorun.so c-tests/bin/threaded_http PORT {meta.get('body', '128')} &")
 a(f"taskset -c 0 wrk -t {NCPU} -c 1000 -d {meta.get('duration', '10')}s --timeout 10s --latency http://127.0.0.1:PORT/")

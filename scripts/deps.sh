@@ -11,12 +11,27 @@ command -v strace >/dev/null 2>&1 || need+=(strace) # make bench: syscalls per o
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless) # tests: a threaded Java program
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)    # scripts/tests/ripgrep.sh: a threaded Rust program
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools) # scripts/tests/co_kv_redis.sh: redis-cli, redis-benchmark
+# scripts/tests/mariadb.sh and make bench: a real thread-per-connection server
+[ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
+[ -e /usr/include/liburing.h ] || need+=(liburing-dev) # c-tests/hooks_io_uring.c
 if ((${#need[@]})); then
     echo "deps: installing ${need[*]}"
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq >/dev/null 2>&1 || true
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    # Packages with a service (mariadb-server) must not start it: the
+    # tests run their own servers. policy-rc.d is Debian's switch for that.
+    norc=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+        $SUDO chmod +x /usr/sbin/policy-rc.d
+        norc=1
+    fi
+    rc=0
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || rc=$?
+    [ -z "$norc" ] || $SUDO rm -f /usr/sbin/policy-rc.d
+    [ "$rc" = 0 ] || exit "$rc"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "deps: cargo (Rust) is required: https://rustup.rs" >&2

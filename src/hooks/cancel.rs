@@ -90,7 +90,7 @@ const JB_RSP: usize = 6;
 const PTHREAD_CANCELED: usize = usize::MAX;
 // <pthread.h>'s enums (the libc crate lacks them).
 const PTHREAD_CANCEL_ENABLE: c_int = 0;
-const PTHREAD_CANCEL_DISABLE: c_int = 1;
+pub(crate) const PTHREAD_CANCEL_DISABLE: c_int = 1;
 const PTHREAD_CANCEL_DEFERRED: c_int = 0;
 const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 1;
 

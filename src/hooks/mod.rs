@@ -19,6 +19,7 @@
 //! | `dns.rs`      | getaddrinfo, getnameinfo, gethostbyname(2)(_r), gethostbyaddr |
 //! | `start.rs`    | __libc_start_main |
 //! | `cancel.rs`   | pthread_cancel, pthread_setcancelstate, pthread_setcanceltype, pthread_testcancel, __pthread_register_cancel(_defer), __pthread_unregister_cancel(_restore), __pthread_unwind_next |
+//! | `io_uring.rs` | __io_uring_get_cqe, io_uring_wait_cqes, io_uring_submit_and_wait(_timeout), io_uring_queue_init_params, io_uring_queue_exit (liburing) |
 //! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads) |
 //!
 //! Every hook begins with the same test: is the caller a coroutine? If not
@@ -59,6 +60,7 @@ pub mod dns;
 pub mod epoll;
 pub mod fdctl;
 pub mod file;
+pub mod io_uring;
 pub mod open;
 pub mod poll;
 pub mod process;

@@ -282,7 +282,10 @@ impl Worker {
         self.local.tick.set(tick);
         if tick.is_multiple_of(POLL_EVERY) {
             // Fairness: shared queues and never-run tasks get a turn even
-            // when the local queue never drains.
+            // when the local queue never drains; so do tasks woken from
+            // other threads (the blocking pool, other workers), which join
+            // the back of the local queue.
+            self.drain_inbox();
             if let Some(t) = steal_one(&self.placed).or_else(|| steal_one(&rt.global)) {
                 return Some(t);
             }
@@ -294,14 +297,8 @@ impl Worker {
             return Some(t);
         }
         if !self.inbox.is_empty() {
-            let mut rq = self.local.run_queue.borrow_mut();
-            for _ in 0..256 {
-                match steal_one(&self.inbox) {
-                    Some(t) => rq.push(t),
-                    None => break,
-                }
-            }
-            if let Some(t) = rq.pop() {
+            self.drain_inbox();
+            if let Some(t) = self.local.run_queue.borrow_mut().pop() {
                 return Some(t);
             }
         }
@@ -309,6 +306,21 @@ impl Worker {
             return Some(t);
         }
         steal_one(&self.placed).or_else(|| steal_one(&rt.global))
+    }
+
+    /// Moves up to 256 tasks woken from other threads to the back of the
+    /// local run queue.
+    fn drain_inbox(&self) {
+        if self.inbox.is_empty() {
+            return;
+        }
+        let mut rq = self.local.run_queue.borrow_mut();
+        for _ in 0..256 {
+            match steal_one(&self.inbox) {
+                Some(t) => rq.push(t),
+                None => break,
+            }
+        }
     }
 
     /// Takes one never-run task queued on this worker (any thread may).

@@ -512,17 +512,23 @@ fn park_unpark() {
         fail(&format!("park order {order:?}"));
     }
 
-    // The token: unpark() before park() makes that park() return.
-    let (tx, rx) = mpsc::channel::<()>();
+    // The token: unpark() before park() makes that park() return. The
+    // thread learns that main has unparked it through a flag it polls
+    // with sleeps: a blocking wait that parks (mpsc's recv does) could
+    // consume the token itself, natively too.
+    let unparked = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&unparked);
     let t = thread::spawn(move || {
         let s = tls_claim();
-        rx.recv().unwrap(); // main has unparked us by now
+        while !seen.load(SeqCst) {
+            thread::sleep(Duration::from_millis(1));
+        }
         thread::park();
         check_tls(s, "after a pre-unparked park");
         true
     });
     t.thread().unpark();
-    tx.send(()).unwrap();
+    unparked.store(true, SeqCst);
     let token = t.join().unwrap();
     println!("park/unpark: {n} threads woke in reverse order: {reverse}; unpark before park kept: {token}");
 }
