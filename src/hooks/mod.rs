@@ -15,6 +15,8 @@
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
 //! | `process.rs`  | fork, vfork, waitpid, wait |
 //! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk |
+//! | `sigdeliver.rs`| (no symbol) the trampoline around every handler, and delivery in the coroutine that takes a signal |
+//! | `sigmask.rs`  | pthread_sigmask, sigprocmask, sigpending, sigblock, sigsetmask, siggetmask, sighold, sigrelse |
 //! | `signal.rs`   | sigwait, sigwaitinfo, sigtimedwait, sigsuspend, pause, sched_yield |
 //! | `dns.rs`      | getaddrinfo, getnameinfo, gethostbyname(2)(_r), gethostbyaddr |
 //! | `start.rs`    | __libc_start_main |
@@ -65,6 +67,8 @@ pub mod rw;
 pub mod sendfile;
 pub mod sendrecv;
 pub mod sigaction;
+pub mod sigdeliver;
+pub mod sigmask;
 pub mod signal;
 pub mod sleep;
 pub mod socket;
@@ -73,6 +77,7 @@ pub mod start;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::sched::fdtable::{self, Dir, FdEntry};
+use crate::sched::signals::Interruptible;
 use crate::sched::{park_until_ready, FdWait};
 use crate::sys::{errno, set_errno};
 
@@ -236,7 +241,10 @@ pub(crate) enum Io {
 
 /// Makes `attempt` (a non-blocking form of the call) until it does not
 /// return EAGAIN, parking on the netpoller in between. On timeout, returns
-/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF.
+/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF. A
+/// signal handler that ran in the coroutine while it waited makes it fail
+/// with EINTR, unless every such handler had SA_RESTART and the socket has
+/// no timeout (signal(7): then the call goes on waiting).
 pub(crate) fn nonblocking_loop(
     fd: i32,
     e: &FdEntry,
@@ -244,6 +252,7 @@ pub(crate) fn nonblocking_loop(
     deadline: &mut Deadline,
     mut attempt: impl FnMut() -> isize,
 ) -> Io {
+    let mut intr: Option<Interruptible> = None;
     loop {
         let seen = e.snapshot(dir);
         let r = attempt();
@@ -253,6 +262,14 @@ pub(crate) fn nonblocking_loop(
         let err = errno();
         if err != libc::EAGAIN || user_nonblocking(fd, e) {
             return Io::Done(r);
+        }
+        let i = intr.get_or_insert_with(Interruptible::begin);
+        if let Some(restart) = i.check() {
+            if !restart || deadline.get(fd, e, dir).is_some() {
+                set_errno(libc::EINTR);
+                return Io::Done(-1);
+            }
+            *i = Interruptible::begin();
         }
         match park_until_ready(fd, dir, seen, deadline.get(fd, e, dir)) {
             FdWait::Ready => continue,

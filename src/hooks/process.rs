@@ -78,13 +78,24 @@ fn wait_parking(
     mut attempt: impl FnMut(libc::c_int) -> pid_t,
 ) -> pid_t {
     let mut pause_ns = 1_000_000u64;
+    let mut intr: Option<crate::sched::signals::Interruptible> = None;
     loop {
         let r = attempt(options | libc::WNOHANG);
         if r != 0 {
             return r;
         }
+        // A handler that ran while it waited (SIGCHLD's, often): EINTR,
+        // unless it had SA_RESTART.
+        let i = intr.get_or_insert_with(crate::sched::signals::Interruptible::begin);
+        if let Some(restart) = i.check() {
+            if !restart {
+                crate::sys::set_errno(libc::EINTR);
+                return -1;
+            }
+            *i = crate::sched::signals::Interruptible::begin();
+        }
         if !(pid > 0 && park_on_child(pid, pause_ns)) {
-            crate::sched::sleep_until(crate::sys::now_ns() + pause_ns);
+            crate::sched::park(|_| true, Some(crate::sys::now_ns() + pause_ns));
         }
         pause_ns = (pause_ns * 2).min(20_000_000);
     }

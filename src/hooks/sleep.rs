@@ -1,10 +1,11 @@
 //! `sleep`, `usleep`, `nanosleep`, `clock_nanosleep`.
 //!
 //! In a coroutine these park on the worker's timer heap instead of
-//! blocking the worker. Signals do not interrupt a parked sleep (the worker
-//! thread takes the signal, the coroutine keeps sleeping), so `nanosleep`
-//! never reports EINTR and never writes `rem`: the behaviour of a sleep that
-//! no signal interrupted. Zero-length sleeps yield to the other coroutines.
+//! blocking the worker. A signal handler that runs in the coroutine ends
+//! the sleep, as the kernel ends one whatever SA_RESTART says: `nanosleep`
+//! and a relative `clock_nanosleep` report the time left, `usleep` fails
+//! with EINTR, `sleep` returns the whole seconds left, as glibc's does.
+//! Zero-length sleeps yield to the other coroutines.
 //!
 //! `clock_nanosleep` parks for CLOCK_MONOTONIC, CLOCK_REALTIME,
 //! CLOCK_BOOTTIME and CLOCK_TAI, relative or TIMER_ABSTIME (an absolute time
@@ -17,15 +18,28 @@ use std::ffi::{c_int, c_uint};
 
 use libc::{timespec, useconds_t};
 
-use crate::sched::{in_coroutine, sleep_until, yield_now};
-use crate::sys::{now_ns, real, set_errno, timespec_ns};
+use crate::sched::signals::Interruptible;
+use crate::sched::{in_coroutine, park, yield_now};
+use crate::sys::{now_ns, ns_timespec, real, set_errno, timespec_ns};
 
-/// Parks for `ns` nanoseconds (yields when 0).
-pub(crate) fn park_for(ns: u64) {
+/// Parks for `ns` nanoseconds (yields when 0). Returns the time left when
+/// a signal handler cut the sleep short.
+pub(crate) fn park_for(ns: u64) -> Option<u64> {
     if ns == 0 {
         yield_now();
-    } else {
-        sleep_until(now_ns().saturating_add(ns));
+        return None;
+    }
+    let deadline = now_ns().saturating_add(ns);
+    let intr = Interruptible::begin();
+    loop {
+        let now = now_ns();
+        if intr.check().is_some() {
+            return Some(deadline.saturating_sub(now));
+        }
+        if now >= deadline {
+            return None;
+        }
+        park(|_| true, Some(deadline));
     }
 }
 
@@ -46,8 +60,17 @@ pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> 
         set_errno(libc::EINVAL);
         return -1;
     }
-    park_for(timespec_ns(&ts));
-    0
+    match park_for(timespec_ns(&ts)) {
+        None => 0,
+        Some(left) => {
+            if !rem.is_null() {
+                // SAFETY: the caller's contract makes a non-NULL rem writable.
+                unsafe { *rem = ns_timespec(left) };
+            }
+            set_errno(libc::EINTR);
+            -1
+        }
+    }
 }
 
 #[no_mangle]
@@ -56,8 +79,13 @@ pub unsafe extern "C" fn usleep(us: useconds_t) -> c_int {
         // SAFETY: plain integer.
         return unsafe { real::usleep(us) };
     }
-    park_for(us as u64 * 1000);
-    0
+    match park_for(us as u64 * 1000) {
+        None => 0,
+        Some(_) => {
+            set_errno(libc::EINTR);
+            -1
+        }
+    }
 }
 
 #[no_mangle]
@@ -66,8 +94,11 @@ pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
         // SAFETY: plain integer.
         return unsafe { real::sleep(s) };
     }
-    park_for(s as u64 * 1_000_000_000);
-    0
+    match park_for(s as u64 * 1_000_000_000) {
+        None => 0,
+        // glibc's sleep: the whole seconds left of its nanosleep.
+        Some(left) => (left / 1_000_000_000) as c_uint,
+    }
 }
 
 #[no_mangle]
@@ -90,7 +121,8 @@ pub unsafe extern "C" fn clock_nanosleep(
     if !valid_timespec(&ts) {
         return libc::EINVAL;
     }
-    let ns = if flags & libc::TIMER_ABSTIME != 0 {
+    let abs = flags & libc::TIMER_ABSTIME != 0;
+    let ns = if abs {
         let mut now = timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -101,6 +133,14 @@ pub unsafe extern "C" fn clock_nanosleep(
     } else {
         timespec_ns(&ts)
     };
-    park_for(ns);
-    0
+    match park_for(ns) {
+        None => 0,
+        Some(left) => {
+            if !abs && !rem.is_null() {
+                // SAFETY: the caller's contract makes a non-NULL rem writable.
+                unsafe { *rem = ns_timespec(left) };
+            }
+            libc::EINTR
+        }
+    }
 }

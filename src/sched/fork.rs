@@ -13,6 +13,8 @@
 //! - the fd table is rebuilt without waiters or epoll registrations (the
 //!   parent's), keeping what the hooks learned about each fd;
 //! - the blocking pool and the watchdog forget their threads;
+//! - the forking coroutine is the only thread signals may reach, and no
+//!   signal is pending (`signals::after_fork`);
 //! - the forking coroutine is the child's only one. If it is not `main`,
 //!   its end is the end of the child's last thread: the child exits with
 //!   status 0, as a process whose only thread returned does.
@@ -42,6 +44,9 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::blocking::reset_after_fork();
     super::worker::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();
+    if let Some(me) = super::park::current_ref() {
+        super::signals::after_fork(&me);
+    }
     if !is_main {
         ANCHOR.store(forking_task, Ordering::Relaxed);
     }

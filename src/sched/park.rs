@@ -32,6 +32,10 @@ pub enum Woken {
     TimedOut,
     /// The condition held already: no suspension happened.
     NotParked,
+    /// A signal ended the park: its handlers ran (in this coroutine, before
+    /// `park` returned), or one ran just before it. The waiter may still be
+    /// registered: callers that keep queues take it out.
+    Signal,
 }
 
 /// Result of waiting on an fd.
@@ -73,6 +77,12 @@ pub fn signal_handler_leave() {
 /// A handler left by longjmp: it will never return.
 pub fn signal_handler_reset() {
     SIGNAL_DEPTH.set(0);
+}
+
+/// Whether a signal handler runs on this thread (or in this coroutine).
+#[inline]
+pub fn in_signal_handler() -> bool {
+    SIGNAL_DEPTH.get() != 0
 }
 
 /// The running task, if any.
@@ -142,7 +152,14 @@ pub fn park(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Wok
             },
         )
     });
-    suspend(&task);
+    // A signal made deliverable since the registration (or a handler that
+    // ran just before the park of an interruptible call) ends the park at
+    // once; a later one finds the park registered and answers it.
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    let early = super::signals::must_not_sleep(&task);
+    if !early {
+        suspend(&task);
+    }
     set_current(std::ptr::null());
     let woken = match timer {
         // The timer is gone only if it fired.
@@ -153,6 +170,11 @@ pub fn park(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Wok
         None => Woken::Event,
     };
     set_current(tp);
+    // Handlers run here, in the coroutine, after the park's own state is
+    // cleaned up (a handler may leave by longjmp).
+    if super::signals::run_pending(&task) || early {
+        return Woken::Signal;
+    }
     woken
 }
 
@@ -290,6 +312,7 @@ pub fn yield_now() {
     }
     task.yielding.set(true);
     suspend(task);
+    super::signals::run_pending(task);
 }
 
 /// Ends the running coroutine from any depth (`pthread_exit`): `result` is

@@ -184,9 +184,11 @@ fn wait_coroutine(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -
     match woken {
         Woken::NotParked => WaitResult::Mismatch,
         Woken::Event => WaitResult::Woken,
-        Woken::TimedOut => {
-            // Still queued: nobody woke us, the timeout stands. Gone: a wake
-            // took us out of the queue, and it must count as ours.
+        Woken::TimedOut | Woken::Signal => {
+            // Still queued: nobody woke us, the timeout stands (or a signal
+            // handler ran: a spurious wake-up, and the slot must not stay
+            // to swallow a wake meant for another). Gone: a wake took us
+            // out of the queue, and it must count as ours.
             let mut g = lock(b);
             let Some(i) = g
                 .iter()
@@ -197,7 +199,11 @@ fn wait_coroutine(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -
             let slot = g.remove(i);
             drop(g);
             drop(slot);
-            WaitResult::TimedOut
+            if woken == Woken::Signal {
+                WaitResult::Woken
+            } else {
+                WaitResult::TimedOut
+            }
         }
     }
 }
