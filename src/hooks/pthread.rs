@@ -79,6 +79,7 @@ mod real {
         fn pthread_self() -> pthread_t;
         fn pthread_kill(t: pthread_t, sig: c_int) -> c_int;
         fn pthread_sigqueue(t: pthread_t, sig: c_int, val: libc::sigval) -> c_int;
+        fn raise(sig: c_int) -> c_int;
         fn pthread_getattr_np(t: pthread_t, attr: *mut pthread_attr_t) -> c_int;
         fn pthread_setname_np(t: pthread_t, name: *const c_char) -> c_int;
         fn pthread_getname_np(t: pthread_t, buf: *mut c_char, len: size_t) -> c_int;
@@ -1106,6 +1107,25 @@ pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
         return 0;
     }
     send_to_coroutine(&task, sig, &own_siginfo(sig, libc::SI_TKILL, 0))
+}
+
+/// `raise` in a coroutine is `pthread_kill` of itself: its handler runs
+/// before `raise` returns (in a handler, the real call: the kernel nests).
+#[no_mangle]
+pub unsafe extern "C" fn raise(sig: c_int) -> c_int {
+    if in_coroutine() && sig != 0 {
+        if let Some(task) = current_ref() {
+            return match send_to_coroutine(&task, sig, &own_siginfo(sig, libc::SI_TKILL, 0)) {
+                0 => 0,
+                e => {
+                    crate::sys::set_errno(e);
+                    -1
+                }
+            };
+        }
+    }
+    // SAFETY: plain integer.
+    unsafe { real::raise(sig) }
 }
 
 #[no_mangle]
