@@ -283,6 +283,13 @@ fn layout() -> &'static Layout {
     L.get_or_init(probe)
 }
 
+/// Probes the layout now, at start: a lazy first probe could be
+/// interrupted by a handler that calls `sem_post`, which would wait for
+/// the probe it interrupted.
+pub(crate) fn warm_up() {
+    layout();
+}
+
 /// The caller's owner tag for recursive and error-checking mutexes and
 /// rwlock writers: the kernel tid for a native thread (as glibc), a tag
 /// above any tid (pid_max is at most 2^22) for a coroutine.
@@ -1230,7 +1237,12 @@ pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
         }
     }
     if w.nwaiters.load(Ordering::SeqCst) != 0 {
-        sync::wake(&w.value, 1);
+        if crate::sched::park::in_async_signal_handler() {
+            // Async-signal-safe: no lock here, a worker wakes the waiter.
+            sync::wake_later(&w.value);
+        } else {
+            sync::wake(&w.value, 1);
+        }
     }
     0
 }

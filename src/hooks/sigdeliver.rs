@@ -38,7 +38,9 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 use libc::siginfo_t;
 
-use crate::sched::park::{signal_handler_enter, signal_handler_leave};
+use crate::sched::park::{
+    async_signal_enter, async_signal_leave, signal_handler_enter, signal_handler_leave,
+};
 use crate::sched::siginfo::{self, Info};
 use crate::sched::sigmask::{self, bit};
 use crate::sched::{self, signals, Task};
@@ -270,6 +272,7 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
         return;
     }
     let saved_errno = errno();
+    async_signal_enter();
     // SAFETY: the kernel's siginfo for this delivery (or NULL).
     let inf = unsafe { siginfo::from_ptr(info, sig) };
     match sched::current() {
@@ -320,5 +323,6 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
             }
         }
     }
+    async_signal_leave();
     set_errno(saved_errno);
 }

@@ -61,6 +61,10 @@ std::thread_local! {
     /// thread is not "in a coroutine" for the hooks: they pass through
     /// instead of parking inside the handler.
     static SIGNAL_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Of those, handlers the kernel started (they may have interrupted
+    /// runtime code holding a lock), as opposed to handlers a coroutine
+    /// runs for a pending signal when it resumes (ordinary code then).
+    static ASYNC_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// A signal handler starts on this thread (called by the hooks'
@@ -74,9 +78,28 @@ pub fn signal_handler_leave() {
     SIGNAL_DEPTH.set(SIGNAL_DEPTH.get().saturating_sub(1));
 }
 
+/// The kernel interrupted this thread with a signal (the trampoline runs),
+/// and the trampoline returns.
+pub fn async_signal_enter() {
+    ASYNC_DEPTH.set(ASYNC_DEPTH.get().saturating_add(1));
+}
+
+pub fn async_signal_leave() {
+    ASYNC_DEPTH.set(ASYNC_DEPTH.get().saturating_sub(1));
+}
+
 /// A handler left by longjmp: it will never return.
 pub fn signal_handler_reset() {
     SIGNAL_DEPTH.set(0);
+    ASYNC_DEPTH.set(0);
+}
+
+/// Whether a handler the kernel started runs on this thread: code here may
+/// have been interrupted anywhere, locks held, so only async-signal-safe
+/// paths may be taken.
+#[inline]
+pub fn in_async_signal_handler() -> bool {
+    ASYNC_DEPTH.get() != 0
 }
 
 /// Whether a signal handler runs on this thread (or in this coroutine).

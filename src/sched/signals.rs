@@ -452,13 +452,18 @@ impl Drop for Interruptible {
 // ---------------------------------------------------------------------------
 // Making signals pending (async-signal-safe unless said otherwise)
 
-fn add_pending(t: &Task, sig: i32, info: &Info) {
+/// Marks `sig` pending at `t`; false if it was pending already (the new
+/// instance merges with it, as the kernel merges standard signals).
+fn add_pending(t: &Task, sig: i32, info: &Info) -> bool {
     let b = bit(sig);
     let kept = siginfo::put(t.id, sig, info);
-    if t.ident.pending.fetch_or(b, Ordering::SeqCst) & b != 0 && kept {
-        // Merged with the instance already pending, as the kernel does.
-        siginfo::take(t.id, sig);
+    if t.ident.pending.fetch_or(b, Ordering::SeqCst) & b != 0 {
+        if kept {
+            siginfo::take(t.id, sig);
+        }
+        return false;
     }
+    true
 }
 
 /// Whether `t` must be woken to take what is pending for it.
@@ -511,8 +516,8 @@ fn kick_if_running(t: &Task, sig: i32) {
 /// A signal for `t` that cannot run its handler where it arrived: pending
 /// at `t`, which is woken if it can take it. Async-signal-safe.
 pub fn give(t: &Task, sig: i32, info: &Info) {
-    add_pending(t, sig, info);
-    if wants_wake(t) {
+    // Merged with a pending instance: its wake-up is under way already.
+    if add_pending(t, sig, info) && wants_wake(t) {
         request_wake(t, sig);
     }
 }
@@ -551,7 +556,7 @@ pub fn task_is_main(t: &Task) -> bool {
 /// now if `t` is the caller and takes it, as `raise` does; else `t` is
 /// woken (directly from normal context, through a worker from a handler).
 pub fn send_to_task(t: &TaskRef, sig: i32, info: &Info) {
-    add_pending(t, sig, info);
+    let _ = add_pending(t, sig, info);
     if current().is_some_and(|c| std::ptr::eq(c, &**t)) {
         if !in_signal_handler() {
             run_pending(t);
@@ -601,7 +606,15 @@ fn tick_slow(applied: &AtomicU64) {
     }
 }
 
+/// Asks a worker to run `dispatch` (and the wake-ups handlers asked for,
+/// `sync::wake_later`). Async-signal-safe.
+pub fn request_work() {
+    WORK.store(true, Ordering::SeqCst);
+    super::worker::notify_all();
+}
+
 fn dispatch() {
+    super::sync::run_later();
     if DISPATCHING.swap(true, Ordering::Acquire) {
         // Another worker is at it; come back at the next pass.
         WORK.store(true, Ordering::SeqCst);
