@@ -1140,6 +1140,9 @@ fn sem_result(e: c_int) -> c_int {
 }
 
 fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
+    // A signal handler that runs in the waiting coroutine ends the wait
+    // with EINTR unless it had SA_RESTART, as glibc's futex wait does.
+    let mut intr: Option<crate::sched::signals::Interruptible> = None;
     loop {
         let v = w.value.load(Ordering::Relaxed);
         if v > 0 {
@@ -1153,6 +1156,15 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
         }
         if try_only {
             return libc::EAGAIN;
+        }
+        if in_coroutine() {
+            let i = intr.get_or_insert_with(crate::sched::signals::Interruptible::begin);
+            if let Some(restart) = i.check() {
+                if !restart {
+                    return libc::EINTR;
+                }
+                *i = crate::sched::signals::Interruptible::begin();
+            }
         }
         w.nwaiters.fetch_add(1, Ordering::SeqCst);
         let r = sync::wait(&w.value, 0, deadline);

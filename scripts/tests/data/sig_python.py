@@ -1,6 +1,6 @@
 """A SIGALRM handler that raises interrupts Python's main thread blocked in
-socket.recv, socket.accept, select.select and time.sleep (Python needs the
-blocked call to fail with EINTR to run its handler); with a handler that
+socket.recv, socket.accept, select.select, time.sleep and Thread.join
+(Python needs the blocked call to fail with EINTR to run its handler); with a handler that
 returns, the call is retried (PEP 475) and gets its data. Prints one line
 per case."""
 import select
@@ -48,6 +48,12 @@ t.start()
 trial("socket.recv, another thread waiting", lambda: a.recv(10))
 ev.set()
 t.join()
+
+# Main joins a thread that sleeps: the lock wait (sem_wait) is interrupted.
+sleeper = threading.Thread(target=time.sleep, args=(1.0,))
+sleeper.start()
+trial("Thread.join", sleeper.join)
+sleeper.join()
 
 # A handler that returns: recv is retried and gets the data sent later.
 handled = []
