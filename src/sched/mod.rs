@@ -15,6 +15,7 @@ pub mod fork;
 pub mod identity;
 pub mod park;
 pub mod run_queue;
+pub mod sigdispatch;
 pub mod siginfo;
 pub mod sigmask;
 pub mod signals;

@@ -39,7 +39,8 @@
 //! sets bits, keeps the siginfo in a fixed table (`siginfo.rs`), sets
 //! `WORK` and writes the eventfd of the worker that should act. Waking a
 //! parked task (which pushes on run queues) happens later, in a worker's
-//! loop (`worker_tick` -> `dispatch`), with the normal wake path. Callers
+//! loop (`sigdispatch.rs`: `worker_tick` -> `dispatch`), with the normal
+//! wake path. Callers
 //! in normal context (`pthread_kill` from a coroutine) wake directly.
 //!
 //! # Races
@@ -52,11 +53,11 @@
 //! the call "arms" its baseline in the task, and a park does not suspend
 //! once the handler counter moved past it.
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::park::{current, in_signal_handler};
+use super::sigdispatch::{interrupt, register, unregister, REGISTRY};
 use super::siginfo::{self, Info};
 use super::sigmask::{self, bit, UNBLOCKABLE};
 use super::task::{Task, TaskRef, DONE, NOTIFIED, RUNNING};
@@ -68,15 +69,15 @@ pub const KICK_VALUE: u64 = 0x636f_7275_6e4b_4943;
 const ARMED: u64 = 1 << 63;
 
 /// Signals sent to the process that no coroutine took yet.
-static PROC_PENDING: AtomicU64 = AtomicU64::new(0);
+pub(super) static PROC_PENDING: AtomicU64 = AtomicU64::new(0);
 /// A worker should dispatch (set from handlers).
-static WORK: AtomicBool = AtomicBool::new(false);
+pub(super) static WORK: AtomicBool = AtomicBool::new(false);
 /// Some task other than main may need a wake-up: scan the registry.
-static SCAN: AtomicBool = AtomicBool::new(false);
+pub(super) static SCAN: AtomicBool = AtomicBool::new(false);
 /// Only one worker dispatches at a time.
-static DISPATCHING: AtomicBool = AtomicBool::new(false);
+pub(super) static DISPATCHING: AtomicBool = AtomicBool::new(false);
 /// `main`'s task (a counted reference leaked for the process' life).
-static MAIN: AtomicPtr<Task> = AtomicPtr::new(std::ptr::null_mut());
+pub(super) static MAIN: AtomicPtr<Task> = AtomicPtr::new(std::ptr::null_mut());
 /// Runs the program's handlers of the running task's deliverable signals
 /// (registered by the hooks layer, which knows the handlers).
 static RUNNER: AtomicUsize = AtomicUsize::new(0);
@@ -90,92 +91,6 @@ pub fn set_runner(f: Runner) {
 }
 
 // ---------------------------------------------------------------------------
-// The registry of live tasks (normal context only), for the rare searches:
-// a process signal that main blocks, a wake asked for from a handler.
-
-const SHARDS: usize = 16;
-
-#[derive(Default)]
-struct Slots {
-    tasks: Vec<Option<TaskRef>>,
-    free: Vec<usize>,
-}
-
-/// A shard under a spin lock (not a Mutex: a forked child must be able to
-/// take it back from a thread that does not exist there).
-struct Shard {
-    lock: AtomicBool,
-    slots: UnsafeCell<Slots>,
-}
-
-// SAFETY: `slots` is only touched while `lock` is held (`with`).
-unsafe impl Sync for Shard {}
-
-static REGISTRY: [Shard; SHARDS] = [const {
-    Shard {
-        lock: AtomicBool::new(false),
-        slots: UnsafeCell::new(Slots {
-            tasks: Vec::new(),
-            free: Vec::new(),
-        }),
-    }
-}; SHARDS];
-
-impl Shard {
-    fn with<R>(&self, f: impl FnOnce(&mut Slots) -> R) -> R {
-        while self.lock.swap(true, Ordering::Acquire) {
-            std::hint::spin_loop();
-        }
-        // SAFETY: the lock is held until the store below.
-        let r = f(unsafe { &mut *self.slots.get() });
-        self.lock.store(false, Ordering::Release);
-        r
-    }
-}
-
-fn shard(id: u64) -> &'static Shard {
-    &REGISTRY[id as usize % SHARDS]
-}
-
-fn register(t: &TaskRef) {
-    let i = shard(t.id).with(|s| match s.free.pop() {
-        Some(i) => {
-            s.tasks[i] = Some(t.clone());
-            i
-        }
-        None => {
-            s.tasks.push(Some(t.clone()));
-            s.tasks.len() - 1
-        }
-    });
-    t.ident.sig.slot.store(i + 1, Ordering::Release);
-}
-
-fn unregister(t: &Task) -> bool {
-    let i = t.ident.sig.slot.swap(0, Ordering::AcqRel);
-    if i == 0 {
-        return false;
-    }
-    let old = shard(t.id).with(|s| {
-        s.free.push(i - 1);
-        s.tasks[i - 1].take()
-    });
-    drop(old);
-    true
-}
-
-/// The first live task for which `f` holds.
-fn find(mut f: impl FnMut(&TaskRef) -> bool) -> Option<TaskRef> {
-    for sh in &REGISTRY {
-        let hit = sh.with(|s| s.tasks.iter().flatten().find(|t| f(t)).cloned());
-        if hit.is_some() {
-            return hit;
-        }
-    }
-    None
-}
-
-// ---------------------------------------------------------------------------
 // Task life
 
 fn main_task() -> Option<&'static Task> {
@@ -184,7 +99,7 @@ fn main_task() -> Option<&'static Task> {
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
-fn main_ref() -> Option<TaskRef> {
+pub(super) fn main_ref() -> Option<TaskRef> {
     let p = MAIN.load(Ordering::Acquire);
     if p.is_null() {
         return None;
@@ -202,7 +117,7 @@ fn is_main(t: &Task) -> bool {
 }
 
 #[inline]
-fn open(t: &Task, sig: i32) -> bool {
+pub(super) fn open(t: &Task, sig: i32) -> bool {
     t.ident.sigmask.load(Ordering::SeqCst) & bit(sig) == 0
 }
 
@@ -467,7 +382,7 @@ fn add_pending(t: &Task, sig: i32, info: &Info) -> bool {
 }
 
 /// Whether `t` must be woken to take what is pending for it.
-fn wants_wake(t: &Task) -> bool {
+pub(super) fn wants_wake(t: &Task) -> bool {
     let s = &t.ident.sig;
     let p = t.ident.pending.load(Ordering::SeqCst);
     !s.uninterruptible.load(Ordering::Relaxed)
@@ -489,7 +404,7 @@ fn request_wake(t: &Task, sig: i32) {
 
 /// Sends the marker signal to the worker running `t`, if `t` runs (or is
 /// about to park) on another thread. Async-signal-safe.
-fn kick_if_running(t: &Task, sig: i32) {
+pub(super) fn kick_if_running(t: &Task, sig: i32) {
     if !matches!(t.state(), RUNNING | NOTIFIED) {
         return;
     }
@@ -571,148 +486,5 @@ pub fn send_to_task(t: &TaskRef, sig: i32, info: &Info) {
         request_wake(t, sig);
     } else {
         interrupt(t);
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The workers' side (normal context)
-
-/// Whether the worker whose mask generation is `applied` has signal work
-/// (checked again after it announced it sleeps: no wake-up is lost).
-#[inline]
-pub fn tick_needed(applied: &AtomicU64) -> bool {
-    WORK.load(Ordering::SeqCst) || applied.load(Ordering::Relaxed) != sigmask::epoch()
-}
-
-/// Called by each worker at every pass of its loop: applies a new kernel
-/// mask, dispatches pending work. Two loads when idle.
-#[inline]
-pub fn worker_tick(applied: &AtomicU64) {
-    if tick_needed(applied) {
-        tick_slow(applied);
-    }
-}
-
-#[cold]
-fn tick_slow(applied: &AtomicU64) {
-    let before = applied.load(Ordering::Relaxed);
-    sigmask::apply_here(applied);
-    if applied.load(Ordering::Relaxed) != before && PROC_PENDING.load(Ordering::SeqCst) != 0 {
-        // A process signal nobody takes may now go back to the kernel.
-        WORK.store(true, Ordering::SeqCst);
-    }
-    if WORK.swap(false, Ordering::AcqRel) {
-        dispatch();
-    }
-}
-
-/// Asks a worker to run `dispatch` (and the wake-ups handlers asked for,
-/// `sync::wake_later`). Async-signal-safe.
-pub fn request_work() {
-    WORK.store(true, Ordering::SeqCst);
-    super::worker::notify_all();
-}
-
-fn dispatch() {
-    super::sync::run_later();
-    if DISPATCHING.swap(true, Ordering::Acquire) {
-        // Another worker is at it; come back at the next pass.
-        WORK.store(true, Ordering::SeqCst);
-        return;
-    }
-    route_process_set();
-    if let Some(m) = main_ref() {
-        if wants_wake(&m) {
-            interrupt(&m);
-        }
-    }
-    if SCAN.swap(false, Ordering::AcqRel) {
-        let mut woken = Vec::new();
-        for sh in &REGISTRY {
-            sh.with(|s| {
-                woken.extend(s.tasks.iter().flatten().filter(|t| wants_wake(t)).cloned());
-            });
-        }
-        for t in woken {
-            interrupt(&t);
-        }
-    }
-    DISPATCHING.store(false, Ordering::Release);
-}
-
-/// Gives each signal of the process set to a coroutine that does not block
-/// it (main first); a signal every coroutine blocks goes back to the
-/// kernel, where `sigwait`, `signalfd` and `sigpending` see it.
-fn route_process_set() {
-    let mut p = PROC_PENDING.load(Ordering::SeqCst);
-    while p != 0 {
-        let sig = p.trailing_zeros() as i32 + 1;
-        p &= p - 1;
-        let b = bit(sig);
-        let target = main_ref()
-            .filter(|m| open(m, sig) && m.state() != DONE)
-            .or_else(|| find(|t| open(t, sig) && t.state() != DONE));
-        match target {
-            Some(t) => {
-                if PROC_PENDING.fetch_and(!b, Ordering::SeqCst) & b != 0 {
-                    siginfo::transfer(0, t.id, sig);
-                    if t.ident.pending.fetch_or(b, Ordering::SeqCst) & b != 0 {
-                        siginfo::take(t.id, sig);
-                    }
-                    interrupt(&t);
-                }
-            }
-            None => back_to_kernel(sig),
-        }
-    }
-}
-
-/// Re-sends a process signal that every coroutine blocks, once every worker
-/// blocks it too (else it would come straight back).
-fn back_to_kernel(sig: i32) {
-    let b = bit(sig);
-    if sigmask::kernel_mask() & b == 0 {
-        // The tallies say someone takes it: it is routed when that one is
-        // found, or when a coroutine unblocks it.
-        return;
-    }
-    let Some(rt) = runtime() else { return };
-    let e = sigmask::epoch();
-    let all = rt.workers.iter().all(|w| {
-        !w.started.load(Ordering::Relaxed)
-            || w.dead.load(Ordering::Relaxed)
-            || w.sig_epoch.load(Ordering::Relaxed) == e
-    });
-    if !all || PROC_PENDING.fetch_and(!b, Ordering::SeqCst) & b == 0 {
-        return;
-    }
-    let info = siginfo::take(0, sig).unwrap_or_else(|| siginfo::bare(sig));
-    let code = siginfo::code(&info);
-    // SAFETY: getpid has no preconditions; the siginfo buffer is the
-    // kernel's size. The kernel accepts our own siginfo only from the
-    // thread group leader, or for a negative code: else a plain kill.
-    unsafe {
-        let pid = libc::getpid();
-        let own = crate::sys::gettid() == pid || (code < 0 && code != libc::SI_TKILL);
-        if !own || libc::syscall(libc::SYS_rt_sigqueueinfo, pid, sig, info.as_ptr()) != 0 {
-            libc::syscall(libc::SYS_kill, pid, sig);
-        }
-    }
-}
-
-/// Interrupts `t`'s park so it runs its handlers (normal context): answers
-/// the park it is in, or kicks the worker it runs on.
-fn interrupt(t: &TaskRef) {
-    if t.ident.sig.uninterruptible.load(Ordering::Relaxed) {
-        return;
-    }
-    fence(Ordering::SeqCst);
-    if t.unpark_current() {
-        super::worker::schedule(t.clone());
-        return;
-    }
-    let d = t.ident.pending.load(Ordering::SeqCst) & !t.ident.sigmask.load(Ordering::SeqCst);
-    if d != 0 {
-        kick_if_running(t, d.trailing_zeros() as i32 + 1);
     }
 }

@@ -329,7 +329,7 @@ pub fn wake_later(word: &AtomicU32) {
         }
     }
     if placed {
-        super::signals::request_work();
+        super::sigdispatch::request_work();
     } else {
         wake_all(word);
     }

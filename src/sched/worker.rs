@@ -248,7 +248,7 @@ impl Worker {
         !self.inbox.is_empty()
             || !self.placed.is_empty()
             || !rt.global.is_empty()
-            || super::signals::tick_needed(&self.sig_epoch)
+            || super::sigdispatch::tick_needed(&self.sig_epoch)
     }
 
     /// Makes this thread drive the worker (sets thread-locals).
@@ -601,7 +601,7 @@ impl Worker {
     fn run(&'static self, stop: &dyn Fn() -> bool) {
         let rt = runtime().expect("runtime started before its workers");
         loop {
-            super::signals::worker_tick(&self.sig_epoch);
+            super::sigdispatch::worker_tick(&self.sig_epoch);
             if stop() {
                 return;
             }
