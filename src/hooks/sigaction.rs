@@ -1,29 +1,23 @@
 //! `sigaction`, `signal`, `bsd_signal`, `sysv_signal`, and the jumps out of
 //! a handler: `longjmp`, `_longjmp`, `siglongjmp`, `__longjmp_chk`.
 //!
-//! A signal handler runs on whatever stack the thread was on, often a
-//! coroutine's, in the middle of whatever that coroutine was doing. A hook
-//! the handler calls must not park: the coroutine would be suspended inside
-//! its own handler, with the signal still blocked on the worker for every
-//! other coroutine, and a handler may interrupt the coroutine anywhere.
-//! So hooks pass straight through in a handler, as they do on a native
-//! thread (the blocking call blocks, as natively).
-//!
-//! To know that a handler runs, corun installs its own trampoline in the
-//! kernel for each handler the program sets: the trampoline marks the
-//! thread as in a handler (`sched::park::signal_handler_enter`, which makes
-//! `in_coroutine()` false), calls the program's handler with the arguments
-//! the kernel gave, and clears the mark. Everything else is the program's:
-//! its flags (SA_RESTART, SA_SIGINFO, SA_ONSTACK, SA_RESETHAND...) and mask
-//! go to the kernel unchanged, and `sigaction`'s old action reports the
-//! program's handler, never the trampoline. `signal` and friends go through
-//! the real call (glibc's flags for them) and are then re-pointed at the
-//! trampoline.
+//! corun installs its own trampoline (`sigdeliver.rs`) in the kernel for
+//! each handler the program sets: it decides which coroutine takes the
+//! signal and runs the program's handler there, marking the thread as in a
+//! handler (hooks pass straight through inside one: a handler must not
+//! park the coroutine it interrupted). The program's handler, flags and
+//! mask are kept in `sigdeliver`'s tables; its flags and mask go to the
+//! kernel unchanged, plus SA_SIGINFO (the trampoline needs the sender's
+//! siginfo; the program's handler is still called the way its own flags
+//! say). `sigaction`'s old action reports the program's handler and
+//! flags, never the trampoline. `signal` and friends go through the real
+//! call (glibc's flags for them) and are then re-pointed at the trampoline.
 //!
 //! A handler that leaves by `longjmp`/`siglongjmp` never returns to the
-//! trampoline: the jump functions clear the mark on the way out (a jump
-//! that stays inside the handler is not told apart; it is rare, and the
-//! only cost is that the rest of that handler may park).
+//! trampoline: the jump functions clear the marks on the way out, and put
+//! the coroutine's mask back as the jump would natively (`before_jump`); a
+//! jump that stays inside the handler is not told apart (it is rare, and
+//! the only cost is that the rest of that handler may park).
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
