@@ -15,8 +15,9 @@
  *   sigtimedwait                    a signal pending for the thread
  *
  * Each line: what was called, what it returned, and whether it returned
- * when expected (the signal's time, or the data's), within a margin wide
- * enough for a loaded machine, so native and corun runs print the same.
+ * when expected (the signal's time, or the data's; well before the 2 s
+ * the call would last uninterrupted), within a margin wide enough for a
+ * loaded machine, so native and corun runs print the same.
  */
 #include <errno.h>
 #include <poll.h>
@@ -69,7 +70,9 @@ static void start(void)
 static void report(const char *what, long r, int e, double expect)
 {
     double took = now() - t0;
-    int in_time = took >= expect - 0.02 && took < expect + 0.35;
+    /* Interrupted calls return well before their 2 s; the margin is wide
+     * for a loaded machine (two workers to schedule, not one thread). */
+    int in_time = took >= expect - 0.02 && took < expect + 1.0;
     printf("%-38s -> %ld %s, %s, handler ran %d\n", what, r, r < 0 ? strerrorname_np(e) : "",
            in_time ? "in time" : "NOT IN TIME", (int)alarms);
     if (!in_time)
@@ -81,7 +84,7 @@ static void report(const char *what, long r, int e, double expect)
 static void report_rem(struct timespec rem, double want)
 {
     double r = (double)rem.tv_sec + (double)rem.tv_nsec / 1e9;
-    if (r > want - 0.35 && r <= want + 0.02)
+    if (r > want - 1.0 && r <= want + 0.02)
         printf("  rem ~%.1fs\n", want);
     else
         printf("  rem WRONG: %.3fs, expected ~%.1fs\n", r, want);

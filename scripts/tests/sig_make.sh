@@ -25,7 +25,9 @@ MK
 # build DIR [env...]: make -j4 in DIR; prints its output, then the status.
 build() {
     local d="$1"; shift
-    (cd "$d" && env "$@" timeout 120 make -j4 2>&1; echo "make exit status $?")
+    # (Not the jobserver or flags of a make that runs this test.)
+    (cd "$d" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "$@" timeout 120 make --no-print-directory -j4 2>&1
+     echo "make exit status $?")
 }
 mkproject "$TMPD/native"
 build "$TMPD/native" >"$TMPD/native.out"
