@@ -26,6 +26,7 @@ use libc::{siginfo_t, sigset_t, timespec};
 
 use std::sync::atomic::Ordering;
 
+use crate::sched::siginfo;
 use crate::sched::signals::{self, Interruptible};
 use crate::sched::{current, in_coroutine, park, sigmask, yield_now};
 use crate::sys::{errno, now_ns, set_errno, timespec_ns};
@@ -79,9 +80,27 @@ fn wait_parking(
             break sig;
         }
         // ...or in the kernel (the workers block what every coroutine does).
-        // SAFETY: the caller's set and info pointers; a zero timeout polls.
-        let r = unsafe { real::sigtimedwait(set, info, &zero) };
+        // SAFETY: a zeroed siginfo_t is a valid out-buffer.
+        let mut got: siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: the caller's set; our buffer; a zero timeout polls.
+        let r = unsafe { real::sigtimedwait(set, &mut got, &zero) };
         if r > 0 {
+            // SAFETY: the kernel filled `got` for signal `r`.
+            let inf = unsafe { siginfo::from_ptr(&got, r) };
+            // SAFETY: getpid has no preconditions.
+            let me = unsafe { libc::getpid() };
+            if siginfo::code(&inf) == libc::SI_QUEUE
+                && siginfo::value(&inf) == signals::KICK_VALUE
+                && siginfo::pid(&inf) == me
+            {
+                // corun's own kick to this worker, left pending: not the
+                // program's signal.
+                continue;
+            }
+            if !info.is_null() {
+                // SAFETY: a writable siginfo_t per the caller's contract.
+                unsafe { *info = got };
+            }
             break r;
         }
         let e = errno();
