@@ -13,6 +13,10 @@
  *   kill(process, SIGUSR2)    -> main (the thread group leader) while it
  *                                waits in pthread_join
  *   raise(SIGUSR2) in B       -> B's handler, before raise returns
+ *   thread D blocks SIGPIPE (left at SIG_DFL) and writes to a socket whose
+ *                                peer is gone: EPIPE, the process lives,
+ *                                SIGPIPE is pending for D, which takes it
+ *                                with sigtimedwait (libpq's way)
  *
  * Prints who ran which handler; the transcript must be the native one.
  */
@@ -21,6 +25,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_t tmain, ta, tb, tc;
@@ -142,6 +148,29 @@ static void *killer(void *arg)
     return NULL;
 }
 
+static void *thread_d(void *arg)
+{
+    (void)arg;
+    sigset_t sp;
+    sigemptyset(&sp);
+    sigaddset(&sp, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &sp, NULL);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+        return NULL;
+    close(sv[1]);
+    ssize_t r = write(sv[0], "x", 1);
+    int e = errno;
+    say("%s: write to a closed peer -> %ld %s\n", "D", (long)r, r < 0 ? strerrorname_np(e) : "");
+    say("%s: SIGPIPE pending here: %ld%s\n", "D", pending(SIGPIPE), "");
+    struct timespec zero = {0, 0};
+    int sig = sigtimedwait(&sp, NULL, &zero);
+    printf("D: sigtimedwait took %s\n", sig == SIGPIPE ? "SIGPIPE" : "nothing");
+    fflush(stdout);
+    close(sv[0]);
+    return NULL;
+}
+
 static void wait_ready(int n)
 {
     char c;
@@ -201,5 +230,11 @@ int main(void)
     pthread_create(&k, NULL, killer, NULL);
     pthread_join(k, NULL);
     printf("main: kill(process, SIGUSR2) while main joins ran in %s (count %d)\n", name(who2), (int)n2);
+    fflush(stdout);
+
+    pthread_t d;
+    pthread_create(&d, NULL, thread_d, NULL);
+    pthread_join(d, NULL);
+    printf("main: SIGPIPE pending for main: %d\n", pending(SIGPIPE));
     return 0;
 }

@@ -348,13 +348,45 @@ fn stream_socket_failed(fd: i32, e: &FdEntry) -> bool {
 }
 
 /// MSG_NOSIGNAL once part of a write is out: the blocking call would have
-/// returned the partial count without a signal.
+/// returned the partial count without a signal. Also while the coroutine
+/// blocks SIGPIPE: the kernel would send it to the worker thread, where
+/// another coroutine may not block it (and die of it, at SIG_DFL);
+/// `sent_or_epipe` then makes it pending for this coroutine, as it would
+/// be for this thread natively.
 pub(crate) fn nosignal_after(done: usize) -> i32 {
-    if done > 0 {
+    if done > 0 || blocks_sigpipe() {
         libc::MSG_NOSIGNAL
     } else {
         0
     }
+}
+
+fn blocks_sigpipe() -> bool {
+    crate::sched::current().is_some_and(|t| {
+        t.ident.sigmask.load(Ordering::Relaxed) & crate::sched::sigmask::bit(libc::SIGPIPE) != 0
+    })
+}
+
+/// After a send attempt made with `nosignal_after(done)`: an EPIPE that
+/// natively raised SIGPIPE (nothing sent yet, the caller did not ask for
+/// MSG_NOSIGNAL) leaves SIGPIPE pending for the coroutine that blocks it.
+pub(crate) fn sent_or_epipe(r: isize, done: usize, caller_flags: i32) -> isize {
+    if r < 0 && done == 0 && caller_flags & libc::MSG_NOSIGNAL == 0 && errno() == libc::EPIPE {
+        if let Some(t) = crate::sched::current() {
+            if t.ident.sigmask.load(Ordering::Relaxed) & crate::sched::sigmask::bit(libc::SIGPIPE)
+                != 0
+            {
+                let saved = errno();
+                let mut info = crate::sched::siginfo::bare(libc::SIGPIPE);
+                // SAFETY: getpid/getuid have no preconditions.
+                let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+                info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
+                crate::sched::signals::give(t, libc::SIGPIPE, &info);
+                set_errno(saved);
+            }
+        }
+    }
+    r
 }
 
 /// `poll(fd, events, 0)`: the fd's revents now.
