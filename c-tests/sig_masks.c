@@ -17,10 +17,17 @@
  *                                peer is gone: EPIPE, the process lives,
  *                                SIGPIPE is pending for D, which takes it
  *                                with sigtimedwait (libpq's way)
+ *   thread E blocks SIGUSR1     -> a child it makes with posix_spawn or fork
+ *                                starts with SIGUSR1 blocked (main's does
+ *                                not block it)
  *
  * Prints who ran which handler; the transcript must be the native one.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -171,6 +178,66 @@ static void *thread_d(void *arg)
     return NULL;
 }
 
+/* Whether the kernel mask of a process that printed its
+ * /proc/self/status on `fd` blocks `sig`. */
+static int child_blocks(int fd, int sig)
+{
+    char buf[4096];
+    size_t have = 0;
+    ssize_t r;
+    while (have < sizeof buf - 1 && (r = read(fd, buf + have, sizeof buf - 1 - have)) > 0)
+        have += (size_t)r;
+    buf[have] = 0;
+    char *l = strstr(buf, "SigBlk:");
+    if (!l)
+        return -1;
+    unsigned long long m = strtoull(l + 7, NULL, 16);
+    return (int)((m >> (sig - 1)) & 1);
+}
+
+static void *thread_e(void *arg)
+{
+    (void)arg;
+    sigset_t s1;
+    sigemptyset(&s1);
+    sigaddset(&s1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &s1, NULL);
+    int p[2];
+    if (pipe(p))
+        return NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    char *argv[] = {"cat", "/proc/self/status", NULL};
+    pid_t kid;
+    if (posix_spawnp(&kid, "cat", &fa, NULL, argv, environ) != 0)
+        return NULL;
+    close(p[1]);
+    printf("E: a posix_spawn child starts with SIGUSR1 blocked: %d\n", child_blocks(p[0], SIGUSR1));
+    fflush(stdout);
+    close(p[0]);
+    waitpid(kid, NULL, 0);
+    posix_spawn_file_actions_destroy(&fa);
+
+    if (pipe(p))
+        return NULL;
+    kid = fork();
+    if (kid == 0) {
+        int f = open("/proc/self/status", O_RDONLY);
+        char b[4096];
+        ssize_t n = read(f, b, sizeof b);
+        if (n > 0 && write(p[1], b, (size_t)n) != n)
+            _exit(1);
+        _exit(0);
+    }
+    close(p[1]);
+    printf("E: a fork child starts with SIGUSR1 blocked: %d\n", child_blocks(p[0], SIGUSR1));
+    fflush(stdout);
+    close(p[0]);
+    waitpid(kid, NULL, 0);
+    return NULL;
+}
+
 static void wait_ready(int n)
 {
     char c;
@@ -236,5 +303,10 @@ int main(void)
     pthread_create(&d, NULL, thread_d, NULL);
     pthread_join(d, NULL);
     printf("main: SIGPIPE pending for main: %d\n", pending(SIGPIPE));
+    fflush(stdout);
+
+    pthread_t e;
+    pthread_create(&e, NULL, thread_e, NULL);
+    pthread_join(e, NULL);
     return 0;
 }

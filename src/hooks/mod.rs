@@ -13,7 +13,7 @@
 //! | `fdctl.rs`    | close, close_range, closefrom, fclose, pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, pipe, pipe2 |
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
-//! | `process.rs`  | fork, vfork, waitpid, wait |
+//! | `process.rs`  | fork, vfork, waitpid, wait, posix_spawn(p) |
 //! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk |
 //! | `sigdeliver.rs`| (no symbol) the trampoline around every handler, and delivery in the coroutine that takes a signal |
 //! | `sigmask.rs`  | pthread_sigmask, sigprocmask, sigpending, sigblock, sigsetmask, siggetmask, sighold, sigrelse |
