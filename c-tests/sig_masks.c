@@ -17,6 +17,9 @@
  *                                peer is gone: EPIPE, the process lives,
  *                                SIGPIPE is pending for D, which takes it
  *                                with sigtimedwait (libpq's way)
+ *   a SA_SIGINFO handler adds SIGUSR2 to its ucontext's uc_sigmask: the
+ *                                thread blocks SIGUSR2 after it returns
+ *                                (for raise and for kill of the process)
  *   thread E blocks SIGUSR1     -> a child it makes with posix_spawn or fork
  *                                starts with SIGUSR1 blocked (main's does
  *                                not block it)
@@ -34,6 +37,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static pthread_t tmain, ta, tb, tc;
@@ -238,6 +242,29 @@ static void *thread_e(void *arg)
     return NULL;
 }
 
+static void on_hup(int s, siginfo_t *si, void *ucv)
+{
+    (void)s;
+    (void)si;
+    ucontext_t *uc = ucv;
+    sigaddset(&uc->uc_sigmask, SIGUSR2);
+}
+
+static void uc_mask_case(const char *how)
+{
+    if (strcmp(how, "raise") == 0)
+        raise(SIGHUP);
+    else
+        kill(getpid(), SIGHUP);
+    printf("main: after %s(SIGHUP), whose handler added SIGUSR2 to uc_sigmask, SIGUSR2 is blocked: %d\n", how,
+           has(SIGUSR2));
+    fflush(stdout);
+    sigset_t s2;
+    sigemptyset(&s2);
+    sigaddset(&s2, SIGUSR2);
+    pthread_sigmask(SIG_UNBLOCK, &s2, NULL);
+}
+
 static void wait_ready(int n)
 {
     char c;
@@ -308,5 +335,13 @@ int main(void)
     pthread_t e;
     pthread_create(&e, NULL, thread_e, NULL);
     pthread_join(e, NULL);
+
+    struct sigaction sh;
+    memset(&sh, 0, sizeof sh);
+    sh.sa_sigaction = on_hup;
+    sh.sa_flags = SA_SIGINFO;
+    sigaction(SIGHUP, &sh, NULL);
+    uc_mask_case("raise");
+    uc_mask_case("kill");
     return 0;
 }

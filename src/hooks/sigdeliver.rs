@@ -89,8 +89,8 @@ fn call(h: usize, flags: c_int, sig: c_int, info: *mut siginfo_t, uc: *mut c_voi
 }
 
 /// Runs handler `h` for `sig` as coroutine `t`'s: its mask extended for
-/// the duration, its counters bumped, hooks passing through inside.
-/// Returns the mask to go back to (from `uc` when the handler changed it).
+/// the duration, its counters bumped, hooks passing through inside; the
+/// mask it interrupted is back when it returns.
 fn run_as(t: &Task, sig: c_int, h: usize, flags: c_int, info: *mut siginfo_t, uc: *mut c_void) {
     let saved = t.ident.sigmask.load(Ordering::SeqCst);
     let mut extra = MASK[sig as usize].load(Ordering::Relaxed);
@@ -154,6 +154,7 @@ fn default_action(sig: c_int) {
     // SAFETY: as above.
     unsafe { crate::sys::real::sigaction(sig, std::ptr::null(), &mut cur) };
     if cur.sa_sigaction == libc::SIG_IGN
+        || cur.sa_sigaction == trampoline as *const () as usize
         || (cur.sa_sigaction == libc::SIG_DFL && ignored_by_default(sig))
     {
         return;
@@ -251,17 +252,37 @@ fn in_place(t: &Task, sig: c_int, info: *mut siginfo_t, uc: *mut c_void, on_stac
         HANDLER[i].store(0, Ordering::Release);
     }
     let epoch = sigmask::epoch();
+    // The handler sees (and may change) the coroutine's mask in its
+    // ucontext, not the worker's that the kernel put there.
+    let saved = t.ident.sigmask.load(Ordering::SeqCst);
+    // SAFETY: the kernel's ucontext for this delivery (or NULL).
+    let ucx = unsafe { (uc as *mut libc::ucontext_t).as_mut() };
+    let kernel_before = ucx.as_ref().map(|u| uc_mask(u));
+    if let Some(u) = ucx {
+        set_uc_mask(u, saved);
+    }
     run_as(t, sig, h, flags, info, uc);
+    // SAFETY: as above.
+    let mut ucx = unsafe { (uc as *mut libc::ucontext_t).as_mut() };
+    if let Some(u) = ucx.as_deref_mut() {
+        let asked = uc_mask(u);
+        if asked != saved {
+            // sigreturn would install it as the thread's mask.
+            signals::set_mask(t, asked);
+        }
+    }
     if on_stack {
         run_deferred(t);
     }
-    if sigmask::epoch() != epoch && !uc.is_null() {
-        // The workers' mask changed meanwhile: sigreturn installs it.
-        // SAFETY: the kernel's ucontext for this delivery.
-        set_uc_mask(
-            unsafe { &mut *(uc as *mut libc::ucontext_t) },
-            sigmask::kernel_mask(),
-        );
+    if let (Some(u), Some(before)) = (ucx, kernel_before) {
+        // What the kernel installs at sigreturn: the mask it interrupted,
+        // or the workers' mask if that changed meanwhile.
+        let k = if sigmask::epoch() != epoch {
+            sigmask::kernel_mask()
+        } else {
+            before
+        };
+        set_uc_mask(u, k);
     }
 }
 
