@@ -4,14 +4,4 @@
 # left blocked and reads and sleeps still work. As natively, with one
 # worker and with the default.
 source "$(dirname "$0")/../lib.sh"
-timeout 60 "$BIN/sig_jump" >"$TMPD/native" 2>&1 || fail "natively: $(cat "$TMPD/native")"
-for w in 1 default; do
-    if [ "$w" = default ]; then
-        timeout 60 env LD_PRELOAD="$LIB" "$BIN/sig_jump" >"$TMPD/corun" 2>&1 || fail "workers=$w: $(cat "$TMPD/corun")"
-    else
-        CORUN_WORKERS=$w timeout 60 env LD_PRELOAD="$LIB" "$BIN/sig_jump" >"$TMPD/corun" 2>&1 \
-            || fail "workers=$w: $(cat "$TMPD/corun")"
-    fi
-    diff -u "$TMPD/native" "$TMPD/corun" || fail "workers=$w: output differs from native"
-    ok "workers=$w: $(tail -1 "$TMPD/corun")"
-done
+same_output_native_and_corun "$BIN/sig_jump"
