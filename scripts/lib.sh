@@ -104,3 +104,27 @@ expect_output() {
     [ $rc = 0 ] || fail "$prog ($tag): exit $rc$([ $rc = 124 ] && echo ', hung'): $(tail -3 "$out.err")"
     diff -u "$TMPD/$prog.want" "$out" || fail "$prog ($tag): not the expected output"
 }
+
+# Runs "$@" natively, then under corun with one worker and with the
+# default, each bounded by $RUN_TIMEOUT seconds (default 60): every run must
+# exit 0 and print (stdout) what the native run printed. Leaves the outputs
+# in $TMPD/native and $TMPD/corun.1, $TMPD/corun.default; prints one line
+# per corun run.
+same_output_native_and_corun() {
+    local t="${RUN_TIMEOUT:-60}" w t0 ms
+    timeout "$t" "$@" >"$TMPD/native" 2>"$TMPD/native.err" \
+        || fail "natively: $(cat "$TMPD/native" "$TMPD/native.err")"
+    for w in 1 default; do
+        t0=$(date +%s%N)
+        if [ "$w" = default ]; then
+            timeout "$t" env LD_PRELOAD="$LIB" "$@" >"$TMPD/corun.$w" 2>"$TMPD/corun.err" \
+                || fail "workers=$w: $(cat "$TMPD/corun.$w" "$TMPD/corun.err")"
+        else
+            CORUN_WORKERS=$w timeout "$t" env LD_PRELOAD="$LIB" "$@" >"$TMPD/corun.$w" 2>"$TMPD/corun.err" \
+                || fail "workers=$w: $(cat "$TMPD/corun.$w" "$TMPD/corun.err")"
+        fi
+        ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+        diff -u "$TMPD/native" "$TMPD/corun.$w" || fail "workers=$w: the output differs from the native one"
+        ok "workers=$w: $(wc -l <"$TMPD/corun.$w") lines as natively ($ms ms)"
+    done
+}

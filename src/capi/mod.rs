@@ -151,10 +151,18 @@ pub extern "C" fn corun_yield() {
 #[no_mangle]
 pub extern "C" fn corun_sleep_ns(ns: u64) -> c_int {
     if sched::in_coroutine() {
-        if !crate::hooks::sleep::park_for(ns) {
-            return libc::ECANCELED;
+        use crate::hooks::sleep::{park_for, Slept};
+        let mut left = ns;
+        loop {
+            match park_for(left) {
+                Slept::Done => return 0,
+                Slept::Cancelled(_) => return libc::ECANCELED,
+                // A signal handler ran: the rest of the sleep, as the
+                // native path restarts on EINTR.
+                Slept::Interrupted(l) if l > 0 => left = l,
+                Slept::Interrupted(_) => return 0,
+            }
         }
-        return 0;
     }
     let ts = crate::sys::ns_timespec(ns);
     // SAFETY: valid timespec; the real nanosleep, restarted on EINTR.

@@ -15,8 +15,9 @@
 //!         park_until_ready(epfd, read, snapshot, deadline)
 //! ```
 //!
-//! The signal mask of `epoll_pwait`/`epoll_pwait2` applies to each check,
-//! as in `poll.rs`. `epoll_create`/`epoll_create1` reset the new fd's entry
+//! A handler that runs in the coroutine meanwhile ends the wait with EINTR;
+//! the signal mask of `epoll_pwait`/`epoll_pwait2` is the coroutine's for
+//! the whole call, as in `poll.rs`. `epoll_create`/`epoll_create1` reset the new fd's entry
 //! (see `open.rs` for why).
 
 use std::ffi::c_int;
@@ -24,6 +25,7 @@ use std::ffi::c_int;
 use libc::{epoll_event, sigset_t, timespec};
 
 use super::fdctl::note_new_fd;
+use super::poll::with_wait_mask;
 use crate::sched::fdtable::{self, Dir, KIND_OTHER};
 use crate::sched::{in_coroutine, park_until_ready, FdWait};
 use crate::sys::{now_ns, real, set_errno};
@@ -51,32 +53,43 @@ fn epoll_parking(
     let e = fdtable::get(epfd)?;
     // SAFETY (both calls): the caller's epoll_pwait contract; timeout 0.
     let check = || unsafe { next::epoll_pwait(epfd, ev, max, 0, mask) };
-    let r = check();
-    if r != 0 {
-        return Some(r);
-    }
-    loop {
-        let seen = e.snapshot(Dir::Read);
+    let mut blocking = false;
+    let r = with_wait_mask(mask, |intr| {
         let r = check();
         if r != 0 {
-            return Some(r);
+            return r;
         }
-        if deadline.is_some_and(|d| now_ns() >= d) {
-            return Some(0);
-        }
-        if crate::sched::token::cancel_point() {
-            set_errno(libc::ECANCELED);
-            return Some(-1);
-        }
-        match park_until_ready(epfd, Dir::Read, seen, deadline) {
-            FdWait::Ready | FdWait::TimedOut => {}
-            FdWait::Closed => {
-                set_errno(libc::EBADF);
-                return Some(-1);
+        loop {
+            let seen = e.snapshot(Dir::Read);
+            let r = check();
+            if r != 0 {
+                return r;
             }
-            FdWait::NotPollable(_) => return None,
+            if intr.check().is_some() {
+                set_errno(libc::EINTR);
+                return -1;
+            }
+            if deadline.is_some_and(|d| now_ns() >= d) {
+                return 0;
+            }
+            if crate::sched::token::cancel_point() {
+                set_errno(libc::ECANCELED);
+                return -1;
+            }
+            match park_until_ready(epfd, Dir::Read, seen, deadline) {
+                FdWait::Ready | FdWait::TimedOut => {}
+                FdWait::Closed => {
+                    set_errno(libc::EBADF);
+                    return -1;
+                }
+                FdWait::NotPollable(_) => {
+                    blocking = true;
+                    return 0;
+                }
+            }
         }
-    }
+    });
+    (!blocking).then_some(r)
 }
 
 #[no_mangle]

@@ -13,8 +13,10 @@
 //! | `fdctl.rs`    | close, close_range, closefrom, fclose, freopen(64), pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, pipe, pipe2 |
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
-//! | `process.rs`  | fork, vfork, waitpid, wait |
+//! | `process.rs`  | fork, vfork, waitpid, wait, posix_spawn(p) |
 //! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk |
+//! | `sigdeliver.rs`| (no symbol) the trampoline around every handler, and delivery in the coroutine that takes a signal |
+//! | `sigmask.rs`  | pthread_sigmask, sigprocmask, sigpending, sigblock, sigsetmask, siggetmask, sighold, sigrelse |
 //! | `signal.rs`   | sigwait, sigwaitinfo, sigtimedwait, sigsuspend, pause, sched_yield |
 //! | `dns.rs`      | getaddrinfo, getnameinfo, gethostbyname(2)(_r), gethostbyaddr |
 //! | `start.rs`    | __libc_start_main |
@@ -70,6 +72,8 @@ pub mod rw;
 pub mod sendfile;
 pub mod sendrecv;
 pub mod sigaction;
+pub mod sigdeliver;
+pub mod sigmask;
 pub mod signal;
 pub mod sleep;
 pub mod socket;
@@ -80,6 +84,7 @@ pub mod syscall;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::sched::fdtable::{self, Dir, FdEntry};
+use crate::sched::signals::Interruptible;
 use crate::sched::{park_until_ready, FdWait};
 use crate::sys::{errno, set_errno};
 
@@ -244,9 +249,12 @@ pub(crate) enum Io {
 /// Makes `attempt` (a non-blocking form of the call) until it does not
 /// return EAGAIN, parking on the netpoller in between. On timeout, returns
 /// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF; when
-/// the coroutine's cancel token is cancelled, -1/ECANCELED. A
-/// success leaves errno as the caller had it, as the blocking call does,
-/// whatever the attempts before it failed with.
+/// the coroutine's cancel token is cancelled, -1/ECANCELED. A signal
+/// handler that ran in the coroutine while it waited makes it fail with
+/// EINTR, unless every such handler had SA_RESTART and the socket has no
+/// timeout (signal(7): then the call goes on waiting). A success leaves
+/// errno as the caller had it, as the blocking call does, whatever the
+/// attempts before it failed with.
 pub(crate) fn nonblocking_loop(
     fd: i32,
     e: &FdEntry,
@@ -255,6 +263,7 @@ pub(crate) fn nonblocking_loop(
     mut attempt: impl FnMut() -> isize,
 ) -> Io {
     let caller_errno = errno();
+    let mut intr: Option<Interruptible> = None;
     loop {
         let seen = e.snapshot(dir);
         let r = attempt();
@@ -265,6 +274,14 @@ pub(crate) fn nonblocking_loop(
         let err = errno();
         if err != libc::EAGAIN || user_nonblocking(fd, e) {
             return Io::Done(r);
+        }
+        let i = intr.get_or_insert_with(Interruptible::begin);
+        if let Some(restart) = i.check() {
+            if !restart || deadline.get(fd, e, dir).is_some() {
+                set_errno(libc::EINTR);
+                return Io::Done(-1);
+            }
+            *i = Interruptible::begin();
         }
         if crate::sched::token::cancel_point() {
             set_errno(libc::ECANCELED);
@@ -361,13 +378,45 @@ fn stream_socket_failed(fd: i32, e: &FdEntry) -> bool {
 }
 
 /// MSG_NOSIGNAL once part of a write is out: the blocking call would have
-/// returned the partial count without a signal.
+/// returned the partial count without a signal. Also while the coroutine
+/// blocks SIGPIPE: the kernel would send it to the worker thread, where
+/// another coroutine may not block it (and die of it, at SIG_DFL);
+/// `sent_or_epipe` then makes it pending for this coroutine, as it would
+/// be for this thread natively.
 pub(crate) fn nosignal_after(done: usize) -> i32 {
-    if done > 0 {
+    if done > 0 || blocks_sigpipe() {
         libc::MSG_NOSIGNAL
     } else {
         0
     }
+}
+
+fn blocks_sigpipe() -> bool {
+    crate::sched::current().is_some_and(|t| {
+        t.ident.sigmask.load(Ordering::Relaxed) & crate::sched::sigmask::bit(libc::SIGPIPE) != 0
+    })
+}
+
+/// After a send attempt made with `nosignal_after(done)`: an EPIPE that
+/// natively raised SIGPIPE (nothing sent yet, the caller did not ask for
+/// MSG_NOSIGNAL) leaves SIGPIPE pending for the coroutine that blocks it.
+pub(crate) fn sent_or_epipe(r: isize, done: usize, caller_flags: i32) -> isize {
+    if r < 0 && done == 0 && caller_flags & libc::MSG_NOSIGNAL == 0 && errno() == libc::EPIPE {
+        if let Some(t) = crate::sched::current() {
+            if t.ident.sigmask.load(Ordering::Relaxed) & crate::sched::sigmask::bit(libc::SIGPIPE)
+                != 0
+            {
+                let saved = errno();
+                let mut info = crate::sched::siginfo::bare(libc::SIGPIPE);
+                // SAFETY: getpid/getuid have no preconditions.
+                let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+                info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
+                crate::sched::signals::give(t, libc::SIGPIPE, &info);
+                set_errno(saved);
+            }
+        }
+    }
+    r
 }
 
 /// `poll(fd, events, 0)`: the fd's revents now.

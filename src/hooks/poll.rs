@@ -21,12 +21,14 @@
 //! for poll (the first check returns them); fds epoll refuses cannot change
 //! readiness and are left out of the park. A zero timeout is the real call.
 //!
-//! The signal mask of `ppoll`/`pselect` is applied by each zero-timeout
-//! check (a signal it unblocks that is pending then is delivered there, and
-//! the call fails with EINTR, as natively); while parked, the worker's own
-//! mask is in force and a signal does not end the wait (see README:
-//! signals). `select` writes the time left back into its timeval, as Linux
-//! does; `ppoll` and `pselect` leave theirs alone, as glibc does.
+//! A signal handler that runs in the coroutine while it waits ends the wait
+//! with EINTR, whatever SA_RESTART says, as the kernel does. The signal
+//! mask of `ppoll`/`pselect` is the coroutine's mask for the whole call
+//! (`with_wait_mask`), parked or not: a signal it lets in, pending or sent
+//! meanwhile, runs its handler in the coroutine and the call fails with
+//! EINTR (`make` waits for SIGCHLD that way). `select` writes the time left
+//! back into its timeval, as Linux does; `ppoll` and `pselect` leave theirs
+//! alone, as glibc does.
 
 use std::ffi::c_int;
 
@@ -34,8 +36,9 @@ use libc::{fd_set, nfds_t, pollfd, sigset_t, timespec, timeval};
 
 use super::sleep::valid_timespec;
 use crate::sched::fdtable::{self, Dir, Snapshot};
-use crate::sched::{in_coroutine, park_until_any_ready};
-use crate::sys::{now_ns, real, timespec_ns};
+use crate::sched::signals::{self, Interruptible};
+use crate::sched::{current, in_coroutine, park_until_any_ready};
+use crate::sys::{errno, now_ns, real, set_errno, timespec_ns};
 
 mod next {
     use libc::{c_int, fd_set, sigset_t, timespec, timeval};
@@ -98,10 +101,43 @@ pub(crate) fn deadline_ms(ms: c_int) -> Option<u64> {
     (ms >= 0).then(|| now_ns().saturating_add(ms as u64 * 1_000_000))
 }
 
+/// Runs a wait with `mask` (ppoll's, pselect's, epoll_pwait's; NULL: none)
+/// as the coroutine's signal mask meanwhile, as the kernel does: a signal
+/// it lets through, pending already, is delivered at once. `f` gets the
+/// baseline that tells whether a handler ran since.
+pub(crate) fn with_wait_mask(
+    mask: *const sigset_t,
+    f: impl FnOnce(&Interruptible) -> c_int,
+) -> c_int {
+    let intr = Interruptible::begin();
+    let t = current();
+    let old = match (t, mask.is_null()) {
+        (Some(t), false) => {
+            // SAFETY: non-null and readable per the caller's contract.
+            let m = unsafe { *(mask as *const u64) };
+            let old = signals::set_mask(t, m);
+            signals::sync_here();
+            signals::run_pending(t);
+            Some(old)
+        }
+        _ => None,
+    };
+    let r = f(&intr);
+    if let (Some(t), Some(old)) = (t, old) {
+        let e = errno();
+        signals::set_mask(t, old);
+        signals::sync_here();
+        set_errno(e);
+    }
+    r
+}
+
 /// The waiting loop shared by every call here. `check` makes the real call
-/// with a zero timeout; `interests` snapshots what it waits on.
+/// with a zero timeout; `interests` snapshots what it waits on. A handler
+/// that ran since `intr` began ends the wait with EINTR.
 fn wait_loop(
     deadline: Option<u64>,
+    intr: &Interruptible,
     mut check: impl FnMut() -> c_int,
     mut interests: impl FnMut() -> Vec<(i32, Dir, Snapshot)>,
 ) -> c_int {
@@ -114,6 +150,10 @@ fn wait_loop(
         let r = check();
         if r != 0 {
             return r;
+        }
+        if intr.check().is_some() {
+            set_errno(libc::EINTR);
+            return -1;
         }
         if deadline.is_some_and(|d| now_ns() >= d) {
             return 0;
@@ -137,19 +177,22 @@ fn poll_parking(
         tv_sec: 0,
         tv_nsec: 0,
     };
-    wait_loop(
-        deadline,
-        // SAFETY: the caller's ppoll contract; the kernel validates `fds`.
-        || unsafe { real::ppoll(fds, n, &zero, mask) },
-        || {
-            if fds.is_null() || n == 0 {
-                return Vec::new();
-            }
-            // SAFETY: the zero-timeout check just read these `n` entries
-            // successfully, so they are readable.
-            poll_interests(unsafe { std::slice::from_raw_parts(fds, n as usize) })
-        },
-    )
+    with_wait_mask(mask, |intr| {
+        wait_loop(
+            deadline,
+            intr,
+            // SAFETY: the caller's ppoll contract; the kernel validates `fds`.
+            || unsafe { real::ppoll(fds, n, &zero, mask) },
+            || {
+                if fds.is_null() || n == 0 {
+                    return Vec::new();
+                }
+                // SAFETY: the zero-timeout check just read these `n` entries
+                // successfully, so they are readable.
+                poll_interests(unsafe { std::slice::from_raw_parts(fds, n as usize) })
+            },
+        )
+    })
 }
 
 #[no_mangle]
@@ -274,44 +317,47 @@ fn select_parking(
     let n = nfds.max(0) as usize;
     let (rb, wb, xb) = (Bits::new(r, n), Bits::new(w, n), Bits::new(x, n));
     let mut out = (None, None, None);
-    let result = wait_loop(
-        deadline,
-        || {
-            out = (rb.scratch(), wb.scratch(), xb.scratch());
-            let (pr, pw, px) = (ptr(&mut out.0), ptr(&mut out.1), ptr(&mut out.2));
-            match mask {
-                Some(m) => {
-                    let zero = timespec {
-                        tv_sec: 0,
-                        tv_nsec: 0,
-                    };
-                    // SAFETY: scratch sets of `n` bits; the caller's mask.
-                    unsafe { next::pselect(nfds, pr, pw, px, &zero, m) }
+    let result = with_wait_mask(mask.unwrap_or(std::ptr::null()), |intr| {
+        wait_loop(
+            deadline,
+            intr,
+            || {
+                out = (rb.scratch(), wb.scratch(), xb.scratch());
+                let (pr, pw, px) = (ptr(&mut out.0), ptr(&mut out.1), ptr(&mut out.2));
+                match mask {
+                    Some(m) => {
+                        let zero = timespec {
+                            tv_sec: 0,
+                            tv_nsec: 0,
+                        };
+                        // SAFETY: scratch sets of `n` bits; the caller's mask.
+                        unsafe { next::pselect(nfds, pr, pw, px, &zero, m) }
+                    }
+                    None => {
+                        let mut zero = timeval {
+                            tv_sec: 0,
+                            tv_usec: 0,
+                        };
+                        // SAFETY: scratch sets of `n` bits.
+                        unsafe { next::select(nfds, pr, pw, px, &mut zero) }
+                    }
                 }
-                None => {
-                    let mut zero = timeval {
-                        tv_sec: 0,
-                        tv_usec: 0,
-                    };
-                    // SAFETY: scratch sets of `n` bits.
-                    unsafe { next::select(nfds, pr, pw, px, &mut zero) }
+            },
+            || {
+                let mut waits = Vec::new();
+                for fd in rb.fds(n) {
+                    watch(&mut waits, fd, Dir::Read);
                 }
-            }
-        },
-        || {
-            let mut waits = Vec::new();
-            for fd in rb.fds(n) {
-                watch(&mut waits, fd, Dir::Read);
-            }
-            for fd in wb.fds(n) {
-                watch(&mut waits, fd, Dir::Write);
-            }
-            for fd in xb.fds(n) {
-                watch(&mut waits, fd, Dir::Read);
-            }
-            waits
-        },
-    );
+                for fd in wb.fds(n) {
+                    watch(&mut waits, fd, Dir::Write);
+                }
+                for fd in xb.fds(n) {
+                    watch(&mut waits, fd, Dir::Read);
+                }
+                waits
+            },
+        )
+    });
     if result >= 0 {
         rb.store(&out.0);
         wb.store(&out.1);

@@ -1,4 +1,5 @@
-//! `fork`, `vfork`, `waitpid`, `wait`, `wait4`, `waitid`.
+//! `fork`, `vfork`, `waitpid`, `wait`, `wait4`, `waitid`, `posix_spawn`,
+//! `posix_spawnp`.
 //!
 //! A coroutine that forks gets a child whose runtime keeps only that
 //! coroutine, with a scheduler of its own (`sched::fork`). `vfork` is made
@@ -7,7 +8,12 @@
 //! and wake the parent's coroutines. POSIX lets vfork behave as fork; the
 //! only cost is the copy of the page tables. (`posix_spawn`, which glibc's
 //! `system` and `popen` use, makes raw syscalls in its child and needs
-//! nothing.)
+//! nothing, except the signal mask: glibc gives the child its thread's
+//! kernel mask, the worker's, so `posix_spawn` from a coroutine asks for
+//! the coroutine's mask, unless the caller set one.)
+//!
+//! A wait for a child ends with EINTR when a handler without SA_RESTART
+//! runs in the waiting coroutine (SIGCHLD's, often).
 
 use libc::pid_t;
 
@@ -79,13 +85,24 @@ fn wait_parking(
     mut attempt: impl FnMut(libc::c_int) -> pid_t,
 ) -> pid_t {
     let mut pause_ns = 1_000_000u64;
+    let mut intr: Option<crate::sched::signals::Interruptible> = None;
     loop {
         let r = attempt(options | libc::WNOHANG);
         if r != 0 {
             return r;
         }
+        // A handler that ran while it waited (SIGCHLD's, often): EINTR,
+        // unless it had SA_RESTART.
+        let i = intr.get_or_insert_with(crate::sched::signals::Interruptible::begin);
+        if let Some(restart) = i.check() {
+            if !restart {
+                crate::sys::set_errno(libc::EINTR);
+                return -1;
+            }
+            *i = crate::sched::signals::Interruptible::begin();
+        }
         if !(pid > 0 && park_on_child(pid, pause_ns)) {
-            crate::sched::sleep_until(crate::sys::now_ns() + pause_ns);
+            crate::sched::park(|_| true, Some(crate::sys::now_ns() + pause_ns));
         }
         pause_ns = (pause_ns * 2).min(20_000_000);
     }
@@ -173,4 +190,86 @@ pub unsafe extern "C" fn waitid(
 pub unsafe extern "C" fn wait(status: *mut libc::c_int) -> pid_t {
     // SAFETY: wait(s) is waitpid(-1, s, 0).
     unsafe { waitpid(-1, status, 0) }
+}
+
+mod real_spawn {
+    use libc::{c_char, c_int, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t};
+    crate::sys::real::real_fns! {
+        fn posix_spawn(pid: *mut pid_t, path: *const c_char, fa: *const posix_spawn_file_actions_t,
+            attr: *const posix_spawnattr_t, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int;
+        fn posix_spawnp(pid: *mut pid_t, file: *const c_char, fa: *const posix_spawn_file_actions_t,
+            attr: *const posix_spawnattr_t, argv: *const *mut c_char, envp: *const *mut c_char) -> c_int;
+    }
+}
+
+/// The attributes a spawn from a coroutine uses: the child starts with the
+/// coroutine's signal mask, as a child starts with its thread's natively
+/// (glibc gives it the calling thread's kernel mask, the worker's). A
+/// caller's own POSIX_SPAWN_SETSIGMASK is left alone. None: use `attr`.
+///
+/// # Safety
+/// `attr` is NULL or an initialised attribute object.
+unsafe fn spawn_attr(attr: *const libc::posix_spawnattr_t) -> Option<libc::posix_spawnattr_t> {
+    let t = crate::sched::current()?;
+    let m = t.ident.sigmask.load(std::sync::atomic::Ordering::SeqCst);
+    if !in_coroutine() || m == crate::sched::sigmask::thread_mask() {
+        return None;
+    }
+    // SAFETY: a zeroed attribute object is initialised by
+    // posix_spawnattr_init, or overwritten by a copy of the caller's (a
+    // plain structure in glibc: flags, pgroup, sigsets, sched params).
+    let mut a: libc::posix_spawnattr_t = unsafe { std::mem::zeroed() };
+    let mut flags: libc::c_short = 0;
+    // SAFETY: per this function's contract; `a` and `flags` are ours.
+    unsafe {
+        if attr.is_null() {
+            libc::posix_spawnattr_init(&mut a);
+        } else {
+            a = *attr;
+            libc::posix_spawnattr_getflags(&a, &mut flags);
+            if flags & libc::POSIX_SPAWN_SETSIGMASK as libc::c_short != 0 {
+                return None;
+            }
+        }
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        *(&mut set as *mut libc::sigset_t as *mut u64) = m;
+        libc::posix_spawnattr_setsigmask(&mut a, &set);
+        libc::posix_spawnattr_setflags(
+            &mut a,
+            flags | libc::POSIX_SPAWN_SETSIGMASK as libc::c_short,
+        );
+    }
+    Some(a)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawn(
+    pid: *mut pid_t,
+    path: *const libc::c_char,
+    fa: *const libc::posix_spawn_file_actions_t,
+    attr: *const libc::posix_spawnattr_t,
+    argv: *const *mut libc::c_char,
+    envp: *const *mut libc::c_char,
+) -> libc::c_int {
+    // SAFETY: the caller's posix_spawn contract.
+    let mine = unsafe { spawn_attr(attr) };
+    let attr = mine.as_ref().map_or(attr, |a| a as *const _);
+    // SAFETY: the caller's contract, with our copy of the attributes.
+    unsafe { real_spawn::posix_spawn(pid, path, fa, attr, argv, envp) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawnp(
+    pid: *mut pid_t,
+    file: *const libc::c_char,
+    fa: *const libc::posix_spawn_file_actions_t,
+    attr: *const libc::posix_spawnattr_t,
+    argv: *const *mut libc::c_char,
+    envp: *const *mut libc::c_char,
+) -> libc::c_int {
+    // SAFETY: the caller's posix_spawnp contract.
+    let mine = unsafe { spawn_attr(attr) };
+    let attr = mine.as_ref().map_or(attr, |a| a as *const _);
+    // SAFETY: the caller's contract, with our copy of the attributes.
+    unsafe { real_spawn::posix_spawnp(pid, file, fa, attr, argv, envp) }
 }

@@ -43,9 +43,11 @@
 //!
 //! **Cancellation**: deferred, in cancel.rs.
 //!
-//! **Signals.** `pthread_kill` and `pthread_sigqueue` on a coroutine send
-//! the signal to the worker thread the coroutine lives on; signal 0 tests
-//! whether the thread exists.
+//! **Signals.** `pthread_kill` and `pthread_sigqueue` on a coroutine make
+//! the signal pending at that coroutine, whose handler runs there
+//! (`sched/signals.rs`); a signal at its default action goes to the worker
+//! thread, where the kernel acts for the process. Signal 0 tests whether
+//! the thread exists.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -74,6 +76,7 @@ mod real {
         fn pthread_self() -> pthread_t;
         fn pthread_kill(t: pthread_t, sig: c_int) -> c_int;
         fn pthread_sigqueue(t: pthread_t, sig: c_int, val: libc::sigval) -> c_int;
+        fn raise(sig: c_int) -> c_int;
         fn pthread_getattr_np(t: pthread_t, attr: *mut pthread_attr_t) -> c_int;
         fn pthread_setname_np(t: pthread_t, name: *const c_char) -> c_int;
         fn pthread_getname_np(t: pthread_t, buf: *mut c_char, len: size_t) -> c_int;
@@ -1120,6 +1123,57 @@ fn worker_tid(task: &TaskRef) -> i32 {
     }
 }
 
+/// A signal for coroutine `task` (`pthread_kill`, `pthread_sigqueue`),
+/// with the siginfo the kernel would give. A signal the program handles,
+/// or one the thread blocks, is pending at that coroutine (its handler
+/// runs there); one left at its default action, which the thread does not
+/// block, goes to the thread the coroutine runs on, where the kernel acts
+/// for the whole process (terminate, stop, ignore), as natively.
+fn send_to_coroutine(task: &TaskRef, sig: c_int, info: &sched::siginfo::Info) -> c_int {
+    if !(1..=64).contains(&sig) {
+        return libc::EINVAL;
+    }
+    let handled = super::sigdeliver::HANDLER[sig as usize].load(Ordering::Acquire) != 0;
+    let blocked = task.ident.sigmask.load(Ordering::SeqCst) & sched::sigmask::bit(sig) != 0;
+    if handled || blocked {
+        sched::signals::send_to_task(task, sig, info);
+        return 0;
+    }
+    // SAFETY: rt_tgsigqueueinfo with a siginfo buffer of the kernel's size
+    // (negative codes may be sent to our own threads), else tgkill.
+    let r = unsafe {
+        if sched::siginfo::code(info) == libc::SI_TKILL {
+            libc::syscall(libc::SYS_tgkill, libc::getpid(), worker_tid(task), sig)
+        } else {
+            libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                libc::getpid(),
+                worker_tid(task),
+                sig,
+                info.as_ptr(),
+            )
+        }
+    };
+    if r < 0 {
+        crate::sys::errno()
+    } else {
+        0
+    }
+}
+
+/// The siginfo of a signal this process sends: signo, code, pid, uid,
+/// value (the kernel's layout).
+fn own_siginfo(sig: c_int, code: c_int, value: usize) -> sched::siginfo::Info {
+    let mut info = [0u64; sched::siginfo::WORDS];
+    // SAFETY: getpid/getuid have no preconditions.
+    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+    info[0] = sig as u32 as u64;
+    info[1] = code as u32 as u64;
+    info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
+    info[3] = value as u64;
+    info
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
     let Some(id) = decode(t) else {
@@ -1132,15 +1186,26 @@ pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
     if sig == 0 {
         return 0;
     }
-    // SAFETY: tgkill to a thread of this process; no memory involved.
-    let r = unsafe {
-        crate::sys::real::syscall!(libc::SYS_tgkill, libc::getpid(), worker_tid(&task), sig)
-    };
-    if r < 0 {
-        crate::sys::errno()
-    } else {
-        0
+    send_to_coroutine(&task, sig, &own_siginfo(sig, libc::SI_TKILL, 0))
+}
+
+/// `raise` in a coroutine is `pthread_kill` of itself: its handler runs
+/// before `raise` returns (in a handler, the real call: the kernel nests).
+#[no_mangle]
+pub unsafe extern "C" fn raise(sig: c_int) -> c_int {
+    if in_coroutine() && sig != 0 {
+        if let Some(task) = current_ref() {
+            return match send_to_coroutine(&task, sig, &own_siginfo(sig, libc::SI_TKILL, 0)) {
+                0 => 0,
+                e => {
+                    crate::sys::set_errno(e);
+                    -1
+                }
+            };
+        }
     }
+    // SAFETY: plain integer.
+    unsafe { real::raise(sig) }
 }
 
 #[no_mangle]
@@ -1155,33 +1220,8 @@ pub unsafe extern "C" fn pthread_sigqueue(t: pthread_t, sig: c_int, val: libc::s
     if sig == 0 {
         return 0;
     }
-    // siginfo for SI_QUEUE: signo, errno, code, then pid, uid, value.
-    let mut info = [0u64; 16];
-    // SAFETY: `info` is 128 bytes (sizeof siginfo_t), 8-aligned; the writes
-    // are within it at the offsets of the kernel's SI_QUEUE layout.
-    unsafe {
-        let p = info.as_mut_ptr() as *mut u8;
-        *(p as *mut i32) = sig;
-        *(p.add(8) as *mut i32) = libc::SI_QUEUE;
-        *(p.add(16) as *mut i32) = libc::getpid();
-        *(p.add(20) as *mut u32) = libc::getuid();
-        *(p.add(24) as *mut usize) = val.sival_ptr as usize;
-    }
-    // SAFETY: rt_tgsigqueueinfo with a valid siginfo buffer.
-    let r = unsafe {
-        crate::sys::real::syscall!(
-            libc::SYS_rt_tgsigqueueinfo,
-            libc::getpid(),
-            worker_tid(&task),
-            sig,
-            info.as_ptr(),
-        )
-    };
-    if r < 0 {
-        crate::sys::errno()
-    } else {
-        0
-    }
+    let info = own_siginfo(sig, libc::SI_QUEUE, val.sival_ptr as usize);
+    send_to_coroutine(&task, sig, &info)
 }
 
 #[no_mangle]

@@ -22,7 +22,10 @@ use std::sync::atomic::Ordering;
 
 use libc::{c_void, iovec, size_t, ssize_t};
 
-use super::{eagain, fd_kind, nonblocking_loop, ready_now, write_all, Deadline, Io, Written};
+use super::{
+    eagain, fd_kind, nonblocking_loop, nosignal_after, ready_now, sent_or_epipe, write_all,
+    Deadline, Io, Written,
+};
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::in_coroutine;
 use crate::sys::{errno, real};
@@ -86,8 +89,9 @@ fn try_writev(
                 m.msg_iovlen = cnt as usize;
                 // SAFETY: as the caller's writev contract. SIGPIPE is raised
                 // exactly as write() would, until part of the write is out.
-                let nosig = if continuing { libc::MSG_NOSIGNAL } else { 0 };
-                let r = unsafe { real::sendmsg(fd, &m, libc::MSG_DONTWAIT | nosig) };
+                let done = usize::from(continuing);
+                let r = unsafe { real::sendmsg(fd, &m, libc::MSG_DONTWAIT | nosignal_after(done)) };
+                let r = sent_or_epipe(r, done, 0);
                 if r < 0 && errno() == libc::ENOTSOCK {
                     e.kind.store(fdtable::KIND_UNKNOWN, Ordering::Relaxed);
                     continue;

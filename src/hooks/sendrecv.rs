@@ -28,7 +28,10 @@ use std::ffi::{c_int, c_uint};
 use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t, timespec};
 
 use super::rw::{iov_len, iov_tail};
-use super::{nonblocking_loop, nosignal_after, user_nonblocking, write_all, Deadline, Io, Written};
+use super::{
+    nonblocking_loop, nosignal_after, sent_or_epipe, user_nonblocking, write_all, Deadline, Io,
+    Written,
+};
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::in_coroutine;
 use crate::sys::{errno, now_ns, real, set_errno};
@@ -97,7 +100,7 @@ pub(crate) fn send_parking(
     let e = fdtable::get(fd)?;
     let written = write_all(fd, e, n, |sent| {
         // SAFETY: the caller's sendto contract, from offset `sent`.
-        Some(unsafe {
+        let r = unsafe {
             real::sendto(
                 fd,
                 (buf as *const u8).add(sent) as *const c_void,
@@ -106,7 +109,8 @@ pub(crate) fn send_parking(
                 addr,
                 alen,
             )
-        })
+        };
+        Some(sent_or_epipe(r, sent, flags))
     });
     sent_result(written)
 }
@@ -188,7 +192,8 @@ fn sendmsg_parking(fd: c_int, msg: *const msghdr, flags: c_int) -> Option<isize>
             m.msg_controllen = 0;
         }
         // SAFETY: the caller's sendmsg contract.
-        Some(unsafe { real::sendmsg(fd, &m, flags | libc::MSG_DONTWAIT | nosignal_after(sent)) })
+        let r = unsafe { real::sendmsg(fd, &m, flags | libc::MSG_DONTWAIT | nosignal_after(sent)) };
+        Some(sent_or_epipe(r, sent, flags))
     });
     sent_result(written)
 }
@@ -264,12 +269,13 @@ fn sendmmsg_parking(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) ->
         let io = nonblocking_loop(fd, e, Dir::Write, &mut Deadline::default(), || {
             // SAFETY: the rest of the caller's vector.
             unsafe {
-                next::sendmmsg(
+                let r = next::sendmmsg(
                     fd,
                     vec.add(sent as usize),
                     vlen - sent,
-                    flags | libc::MSG_DONTWAIT,
-                ) as isize
+                    flags | libc::MSG_DONTWAIT | nosignal_after(0),
+                ) as isize;
+                sent_or_epipe(r, 0, flags)
             }
         });
         let r = match io {

@@ -1,36 +1,32 @@
 //! `sigaction`, `signal`, `bsd_signal`, `sysv_signal`, and the jumps out of
 //! a handler: `longjmp`, `_longjmp`, `siglongjmp`, `__longjmp_chk`.
 //!
-//! A signal handler runs on whatever stack the thread was on, often a
-//! coroutine's, in the middle of whatever that coroutine was doing. A hook
-//! the handler calls must not park: the coroutine would be suspended inside
-//! its own handler, with the signal still blocked on the worker for every
-//! other coroutine, and a handler may interrupt the coroutine anywhere.
-//! So hooks pass straight through in a handler, as they do on a native
-//! thread (the blocking call blocks, as natively).
-//!
-//! To know that a handler runs, corun installs its own trampoline in the
-//! kernel for each handler the program sets: the trampoline marks the
-//! thread as in a handler (`sched::park::signal_handler_enter`, which makes
-//! `in_coroutine()` false), calls the program's handler with the arguments
-//! the kernel gave, and clears the mark. Everything else is the program's:
-//! its flags (SA_RESTART, SA_SIGINFO, SA_ONSTACK, SA_RESETHAND...) and mask
-//! go to the kernel unchanged, and `sigaction`'s old action reports the
-//! program's handler, never the trampoline. `signal` and friends go through
-//! the real call (glibc's flags for them) and are then re-pointed at the
-//! trampoline.
+//! corun installs its own trampoline (`sigdeliver.rs`) in the kernel for
+//! each handler the program sets: it decides which coroutine takes the
+//! signal and runs the program's handler there, marking the thread as in a
+//! handler (hooks pass straight through inside one: a handler must not
+//! park the coroutine it interrupted). The program's handler, flags and
+//! mask are kept in `sigdeliver`'s tables; its flags and mask go to the
+//! kernel unchanged, plus SA_SIGINFO (the trampoline needs the sender's
+//! siginfo; the program's handler is still called the way its own flags
+//! say). `sigaction`'s old action reports the program's handler and
+//! flags, never the trampoline. `signal` and friends go through the real
+//! call (glibc's flags for them) and are then re-pointed at the trampoline.
 //!
 //! A handler that leaves by `longjmp`/`siglongjmp` never returns to the
-//! trampoline: the jump functions clear the mark on the way out (a jump
-//! that stays inside the handler is not told apart; it is rare, and the
-//! only cost is that the rest of that handler may park).
+//! trampoline: the jump functions clear the marks on the way out, and put
+//! the coroutine's mask back as the jump would natively (`before_jump`); a
+//! jump that stays inside the handler is not told apart (it is rare, and
+//! the only cost is that the rest of that handler may park).
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use libc::{sigaction as SigAction, sighandler_t, siginfo_t};
+use libc::{sigaction as SigAction, sighandler_t};
 
-use crate::sched::park::{signal_handler_enter, signal_handler_leave, signal_handler_reset};
+use super::sigdeliver::{is_function, trampoline, FLAGS, HANDLER, MASK, NSIG};
+use crate::sched::park::signal_handler_reset;
+use crate::sched::{sigmask, signals};
 
 mod next {
     use libc::{c_int, c_void, sigaction as SigAction, sighandler_t};
@@ -46,41 +42,6 @@ mod next {
     }
 }
 
-const NSIG: usize = 65;
-
-/// The program's handler for each signal (0: none of ours installed).
-static HANDLER: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
-/// The program's sa_flags for it (SA_SIGINFO decides the call's shape).
-static FLAGS: [AtomicI32; NSIG] = [const { AtomicI32::new(0) }; NSIG];
-
-extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
-    let i = sig as usize;
-    if i >= NSIG {
-        return;
-    }
-    let h = HANDLER[i].load(Ordering::Acquire);
-    if h == 0 || h == libc::SIG_IGN || h == libc::SIG_DFL {
-        return;
-    }
-    signal_handler_enter();
-    if FLAGS[i].load(Ordering::Acquire) & libc::SA_SIGINFO != 0 {
-        // SAFETY: the program installed `h` with SA_SIGINFO, so it takes
-        // these three arguments, which the kernel passed us.
-        let f: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) =
-            unsafe { std::mem::transmute(h) };
-        f(sig, info, ctx);
-    } else {
-        // SAFETY: a plain handler takes the signal number.
-        let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(h) };
-        f(sig);
-    }
-    signal_handler_leave();
-}
-
-fn is_function(h: usize) -> bool {
-    h != libc::SIG_DFL && h != libc::SIG_IGN && h != libc::SIG_ERR
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn sigaction(
     sig: c_int,
@@ -93,21 +54,31 @@ pub unsafe extern "C" fn sigaction(
         return unsafe { next::sigaction(sig, act, old) };
     }
     let prev = HANDLER[i].load(Ordering::Acquire);
+    let prev_flags = FLAGS[i].load(Ordering::Acquire);
     let r = if act.is_null() {
         // SAFETY: a query; `old` per the contract.
         unsafe { next::sigaction(sig, act, old) }
     } else {
         // SAFETY: readable per the contract.
         let mut a = unsafe { *act };
-        if is_function(a.sa_sigaction) {
+        let function = is_function(a.sa_sigaction);
+        if function {
             HANDLER[i].store(a.sa_sigaction, Ordering::Release);
             FLAGS[i].store(a.sa_flags, Ordering::Release);
+            MASK[i].store(first_word(&a.sa_mask), Ordering::Release);
             a.sa_sigaction = trampoline as *const () as usize;
+            // The trampoline needs the siginfo (without SA_SIGINFO the
+            // kernel leaves it unwritten); the program's handler is called
+            // the way its own flags say.
+            a.sa_flags |= libc::SA_SIGINFO;
         }
         // SAFETY: `a` is the program's action with our trampoline.
         let r = unsafe { next::sigaction(sig, &a, old) };
         if r != 0 {
             HANDLER[i].store(prev, Ordering::Release);
+        } else if !function {
+            // SIG_DFL or SIG_IGN: no handler of the program's any more.
+            HANDLER[i].store(0, Ordering::Release);
         }
         r
     };
@@ -116,10 +87,18 @@ pub unsafe extern "C" fn sigaction(
         unsafe {
             if (*old).sa_sigaction == trampoline as *const () as usize {
                 (*old).sa_sigaction = prev;
+                (*old).sa_flags =
+                    ((*old).sa_flags & !libc::SA_SIGINFO) | (prev_flags & libc::SA_SIGINFO);
             }
         }
     }
     r
+}
+
+/// The kernel's 64 bits of a sigset_t.
+fn first_word(set: &libc::sigset_t) -> u64 {
+    // SAFETY: a sigset_t is at least 8 bytes.
+    unsafe { *(set as *const libc::sigset_t as *const u64) }
 }
 
 /// After a `signal`-style call installed `h` with glibc's flags: re-point
@@ -135,7 +114,9 @@ fn wrap_installed(sig: c_int, h: sighandler_t, old: sighandler_t) -> sighandler_
     } else {
         old
     };
-    if is_function(h) {
+    if !is_function(h) {
+        HANDLER[i].store(0, Ordering::Release);
+    } else {
         // SAFETY: a zeroed sigaction is a valid out-buffer.
         let mut cur: SigAction = unsafe { std::mem::zeroed() };
         // SAFETY: query, then install the same action through the trampoline.
@@ -143,7 +124,9 @@ fn wrap_installed(sig: c_int, h: sighandler_t, old: sighandler_t) -> sighandler_
             if next::sigaction(sig, std::ptr::null(), &mut cur) == 0 && cur.sa_sigaction == h {
                 HANDLER[i].store(h, Ordering::Release);
                 FLAGS[i].store(cur.sa_flags, Ordering::Release);
+                MASK[i].store(first_word(&cur.sa_mask), Ordering::Release);
                 cur.sa_sigaction = trampoline as *const () as usize;
+                cur.sa_flags |= libc::SA_SIGINFO;
                 next::sigaction(sig, &cur, std::ptr::null_mut());
             }
         }
@@ -182,12 +165,60 @@ pub unsafe extern "C" fn sysv_signal(sig: c_int, h: sighandler_t) -> sighandler_
     signal_like(sig, h, next::sysv_signal)
 }
 
+/// Where glibc's `jmp_buf` keeps "mask saved" and the saved mask.
+#[cfg(target_arch = "x86_64")]
+const JB_MASK_WAS_SAVED: usize = 64;
+#[cfg(target_arch = "aarch64")]
+const JB_MASK_WAS_SAVED: usize = 176;
+const JB_SAVED_MASK: usize = JB_MASK_WAS_SAVED + 8;
+
+/// Before a long jump. Leaving a handler that ran as a coroutine's: the
+/// coroutine's mask becomes the one before the outermost handler when the
+/// jump restores a mask (`sigsetjmp(env, 1)`; the mask saved in `env` is
+/// the worker's kernel mask, not the coroutine's), else the handler's mask
+/// stays, as natively. Either way the worker's kernel mask must be the
+/// workers' mask after the jump: it goes into `env` for glibc to restore,
+/// or is set here.
+///
+/// # Safety
+/// `env` is a `jmp_buf` the program filled with setjmp/sigsetjmp.
+unsafe fn before_jump(env: *mut c_void, restores_mask: bool) {
+    signal_handler_reset();
+    let Some(t) = crate::sched::current() else {
+        return;
+    };
+    let s = &t.ident.sig;
+    s.armed.store(0, Ordering::Relaxed);
+    let leaving = s.depth.swap(0, Ordering::Relaxed) > 0;
+    // SAFETY: per the contract, `env` is a glibc jmp_buf.
+    let saved = restores_mask
+        && !env.is_null()
+        && unsafe { *((env as *const u8).add(JB_MASK_WAS_SAVED) as *const c_int) } != 0;
+    if leaving {
+        let m = if saved {
+            s.outer_mask.load(Ordering::Relaxed)
+        } else {
+            t.ident.sigmask.load(Ordering::SeqCst)
+        };
+        signals::set_mask(t, m);
+    }
+    if saved {
+        // SAFETY: as above; the saved mask's first word is the kernel's.
+        unsafe {
+            *((env as *mut u8).add(JB_SAVED_MASK) as *mut u64) = sigmask::kernel_mask();
+        }
+    } else if leaving {
+        sigmask::set_thread_mask(sigmask::kernel_mask());
+    }
+}
+
 macro_rules! jump_out {
-    ($name:ident) => {
+    ($name:ident, $restores:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(env: *mut c_void, val: c_int) -> ! {
             // Leaving a handler this way never returns to the trampoline.
-            signal_handler_reset();
+            // SAFETY: the caller's jmp_buf.
+            unsafe { before_jump(env, $restores) };
             // SAFETY: the caller's contract; the real function does not return.
             unsafe { next::$name(env, val) };
             // SAFETY: abort has no preconditions (not reached).
@@ -196,7 +227,7 @@ macro_rules! jump_out {
     };
 }
 
-jump_out!(longjmp);
-jump_out!(_longjmp);
-jump_out!(siglongjmp);
-jump_out!(__longjmp_chk);
+jump_out!(longjmp, true);
+jump_out!(_longjmp, false);
+jump_out!(siglongjmp, true);
+jump_out!(__longjmp_chk, true);

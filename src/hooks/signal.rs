@@ -3,12 +3,18 @@
 //!
 //! The classic design "block signals everywhere, one thread sits in
 //! sigwait" would hold a whole worker in the kernel under corun. In a
-//! coroutine these calls instead poll for a pending signal of the set with
-//! a zero-timeout `sigtimedwait` and park a few milliseconds between polls
-//! (1 ms growing to 10 ms), until a signal comes or the timeout passes. The
-//! signals must be blocked, as they must be natively for sigwait to see
-//! them: a program that blocks them in `main` before starting threads
-//! blocks them on the workers, which inherit that mask.
+//! coroutine these calls instead take a signal of the set pending for the
+//! coroutine (`pthread_kill`) or held by corun for the process at once, and
+//! poll the kernel's with a zero-timeout `sigtimedwait`, parking a few
+//! milliseconds between polls (1 ms growing to 10 ms), until a signal comes
+//! or the timeout passes; a signal of the set made pending for the
+//! coroutine ends the park at once. The signals must be blocked, as they
+//! must be natively: when every coroutine blocks them, so do the workers
+//! (`sched/sigmask.rs`), and the kernel keeps them pending.
+//!
+//! `pause` and `sigsuspend` park until a handler ran in the coroutine
+//! (`sched/signals.rs` delivers it there), `sigsuspend` with its mask as the
+//! coroutine's meanwhile.
 //!
 //! `sched_yield` in a coroutine lets the other coroutines of its worker run
 //! (a spin loop waiting for a coroutine parked on the same worker would
@@ -18,7 +24,11 @@ use std::ffi::c_int;
 
 use libc::{siginfo_t, sigset_t, timespec};
 
-use crate::sched::{in_coroutine, sleep_until, yield_now};
+use std::sync::atomic::Ordering;
+
+use crate::sched::siginfo;
+use crate::sched::signals::{self, Interruptible};
+use crate::sched::{current, in_coroutine, park, sigmask, yield_now};
 use crate::sys::{errno, now_ns, set_errno, timespec_ns};
 
 mod real {
@@ -33,35 +43,90 @@ mod real {
 }
 
 /// Waits for a signal of `set` without holding the worker. Returns the
-/// signal number, or -1 with errno (EAGAIN on timeout, EINVAL...).
-fn wait_parking(set: *const sigset_t, info: *mut siginfo_t, deadline: Option<u64>) -> c_int {
+/// signal number, or -1 with errno (EAGAIN on timeout, EINVAL...; EINTR
+/// when `interruptible` and a handler of another signal ran, as
+/// `sigwaitinfo`/`sigtimedwait` do; `sigwait` goes on waiting).
+fn wait_parking(
+    set: *const sigset_t,
+    info: *mut siginfo_t,
+    deadline: Option<u64>,
+    interruptible: bool,
+) -> c_int {
+    let Some(t) = current() else {
+        set_errno(libc::EINVAL);
+        return -1;
+    };
+    if set.is_null() {
+        set_errno(libc::EFAULT);
+        return -1;
+    }
+    // SAFETY: non-null, readable per the caller's contract.
+    let want = unsafe { *(set as *const u64) } & !sigmask::UNBLOCKABLE;
     let zero = timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
+    let intr = Interruptible::begin();
+    let waiting = &t.ident.sig.waiting_for;
+    waiting.store(want, Ordering::SeqCst);
     let mut pause = 1_000_000u64;
-    loop {
-        // SAFETY: the caller's set and info pointers; a zero timeout polls.
-        let r = unsafe { real::sigtimedwait(set, info, &zero) };
+    let r = loop {
+        // Pending for this coroutine or held by corun for the process...
+        if let Some((sig, inf)) = signals::take_in(t, want) {
+            if !info.is_null() {
+                // SAFETY: a writable siginfo_t per the caller's contract.
+                unsafe { std::ptr::copy_nonoverlapping(inf.as_ptr(), info as *mut u64, inf.len()) };
+            }
+            break sig;
+        }
+        // ...or in the kernel (the workers block what every coroutine does).
+        // SAFETY: a zeroed siginfo_t is a valid out-buffer.
+        let mut got: siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: the caller's set; our buffer; a zero timeout polls.
+        let r = unsafe { real::sigtimedwait(set, &mut got, &zero) };
         if r > 0 {
-            return r;
+            // SAFETY: the kernel filled `got` for signal `r`.
+            let inf = unsafe { siginfo::from_ptr(&got, r) };
+            // SAFETY: getpid has no preconditions.
+            let me = unsafe { libc::getpid() };
+            if siginfo::code(&inf) == libc::SI_QUEUE
+                && siginfo::value(&inf) == signals::KICK_VALUE
+                && siginfo::pid(&inf) == me
+            {
+                // corun's own kick to this worker, left pending: not the
+                // program's signal.
+                continue;
+            }
+            if !info.is_null() {
+                // SAFETY: a writable siginfo_t per the caller's contract.
+                unsafe { *info = got };
+            }
+            break r;
         }
         let e = errno();
         if e != libc::EAGAIN && e != libc::EINTR {
-            return -1;
+            break -1;
+        }
+        if interruptible && intr.check().is_some() {
+            set_errno(libc::EINTR);
+            break -1;
         }
         let now = now_ns();
         if deadline.is_some_and(|d| now >= d) {
             set_errno(libc::EAGAIN);
-            return -1;
+            break -1;
         }
         let mut until = now + pause;
         if let Some(d) = deadline {
             until = until.min(d);
         }
-        sleep_until(until);
+        // A signal of the set made pending for this coroutine ends the
+        // park at once; the kernel's are polled.
+        park(|_| true, Some(until));
         pause = (pause * 2).min(10_000_000);
-    }
+    };
+    waiting.store(0, Ordering::SeqCst);
+    r
 }
 
 #[no_mangle]
@@ -71,7 +136,7 @@ pub unsafe extern "C" fn sigwait(set: *const sigset_t, sig: *mut c_int) -> c_int
         return unsafe { real::sigwait(set, sig) };
     }
     let saved = errno();
-    let r = wait_parking(set, std::ptr::null_mut(), None);
+    let r = wait_parking(set, std::ptr::null_mut(), None, false);
     if r < 0 {
         let e = errno();
         set_errno(saved);
@@ -91,7 +156,7 @@ pub unsafe extern "C" fn sigwaitinfo(set: *const sigset_t, info: *mut siginfo_t)
         // SAFETY: the caller's contract.
         return unsafe { real::sigwaitinfo(set, info) };
     }
-    wait_parking(set, info, None)
+    wait_parking(set, info, None, true)
 }
 
 #[no_mangle]
@@ -102,7 +167,7 @@ pub unsafe extern "C" fn sigtimedwait(
 ) -> c_int {
     if !in_coroutine() || ts.is_null() {
         if ts.is_null() && in_coroutine() {
-            return wait_parking(set, info, None);
+            return wait_parking(set, info, None, true);
         }
         // SAFETY: the caller's contract.
         return unsafe { real::sigtimedwait(set, info, ts) };
@@ -113,7 +178,12 @@ pub unsafe extern "C" fn sigtimedwait(
         set_errno(libc::EINVAL);
         return -1;
     }
-    wait_parking(set, info, Some(now_ns().saturating_add(timespec_ns(&t))))
+    wait_parking(
+        set,
+        info,
+        Some(now_ns().saturating_add(timespec_ns(&t))),
+        true,
+    )
 }
 
 #[no_mangle]
@@ -136,43 +206,46 @@ mod real_wait {
     }
 }
 
-/// How often a coroutine in pause/sigsuspend looks for a signal.
-const SIGNAL_POLL_NS: u64 = 10_000_000;
-
-/// The signals that would be delivered on this thread under `mask`:
-/// pending for the thread or the process, and not blocked by `mask`.
-fn deliverable_under(mask: &sigset_t) -> bool {
-    // SAFETY: a zeroed sigset_t is valid; sigpending fills it.
-    let mut pending: sigset_t = unsafe { std::mem::zeroed() };
-    if unsafe { libc::sigpending(&mut pending) } != 0 {
-        return false;
+/// Parks until a handler ran in this coroutine, with `mask` (if any) as
+/// its mask meanwhile; then -1/EINTR, as `pause` and `sigsuspend` return.
+fn suspend_parking(mask: Option<u64>) -> c_int {
+    let Some(t) = current() else {
+        set_errno(libc::EINVAL);
+        return -1;
+    };
+    let intr = Interruptible::begin();
+    let old = mask.map(|m| {
+        let old = signals::set_mask(t, m);
+        // What `mask` lets through, pending in the kernel or on corun's
+        // side, is delivered now.
+        signals::sync_here();
+        signals::run_pending(t);
+        old
+    });
+    while intr.check().is_none() {
+        park(|_| true, None);
     }
-    (1..libc::SIGRTMAX()).any(|s| {
-        // SAFETY: valid sets and signal numbers.
-        unsafe { libc::sigismember(&pending, s) == 1 && libc::sigismember(mask, s) != 1 }
-    })
+    if let Some(old) = old {
+        signals::set_mask(t, old);
+        signals::sync_here();
+    }
+    set_errno(libc::EINTR);
+    -1
 }
 
-/// `pause` in a coroutine parks; every 10 ms it returns -1/EINTR, as if a
-/// signal had been handled, so `while (!done) pause();` sees the flags its
-/// handlers set (handlers run on the worker threads whenever the signal is
-/// not blocked there). A spurious EINTR is the price of not holding the
-/// worker in the kernel.
+/// `pause` in a coroutine parks until a handler ran in it (a signal sent to
+/// the process runs in main first, as on Linux).
 #[no_mangle]
 pub unsafe extern "C" fn pause() -> c_int {
     if !in_coroutine() {
         // SAFETY: no arguments.
         return unsafe { real_wait::pause() };
     }
-    sleep_until(now_ns() + SIGNAL_POLL_NS);
-    set_errno(libc::EINTR);
-    -1
+    suspend_parking(None)
 }
 
-/// `sigsuspend(mask)` in a coroutine: once a signal that `mask` lets
-/// through is pending, install `mask` on the worker thread for a moment so
-/// its handler runs there, restore the mask, and return -1/EINTR. Until
-/// then, park in 10 ms steps.
+/// `sigsuspend(mask)` in a coroutine: `mask` becomes its mask until a
+/// handler ran, then the old mask is back and the call fails with EINTR.
 #[no_mangle]
 pub unsafe extern "C" fn sigsuspend(mask: *const sigset_t) -> c_int {
     if !in_coroutine() || mask.is_null() {
@@ -180,30 +253,5 @@ pub unsafe extern "C" fn sigsuspend(mask: *const sigset_t) -> c_int {
         return unsafe { real_wait::sigsuspend(mask) };
     }
     // SAFETY: non-null, readable per the contract.
-    let m = unsafe { *mask };
-    loop {
-        if deliverable_under(&m) {
-            // SAFETY: valid sets; the raw syscall applies to this thread only.
-            unsafe {
-                let mut old: sigset_t = std::mem::zeroed();
-                crate::sys::real::syscall!(
-                    libc::SYS_rt_sigprocmask,
-                    libc::SIG_SETMASK,
-                    &m,
-                    &mut old,
-                    8usize,
-                );
-                crate::sys::real::syscall!(
-                    libc::SYS_rt_sigprocmask,
-                    libc::SIG_SETMASK,
-                    &old,
-                    std::ptr::null_mut::<sigset_t>(),
-                    8usize,
-                );
-            }
-            set_errno(libc::EINTR);
-            return -1;
-        }
-        sleep_until(now_ns() + SIGNAL_POLL_NS);
-    }
+    suspend_parking(Some(unsafe { *(mask as *const u64) }))
 }

@@ -1,13 +1,15 @@
 //! `sleep`, `usleep`, `nanosleep`, `clock_nanosleep`.
 //!
 //! In a coroutine these park on the worker's timer heap instead of
-//! blocking the worker. Signals do not interrupt a parked sleep (the worker
-//! thread takes the signal, the coroutine keeps sleeping), so `nanosleep`
-//! never reports EINTR and never writes `rem`: the behaviour of a sleep that
-//! no signal interrupted. Zero-length sleeps yield to the other coroutines.
+//! blocking the worker. A signal handler that runs in the coroutine ends
+//! the sleep, as the kernel ends one whatever SA_RESTART says: `nanosleep`
+//! and a relative `clock_nanosleep` report the time left, `usleep` fails
+//! with EINTR, `sleep` returns the whole seconds left, as glibc's does.
+//! Zero-length sleeps yield to the other coroutines.
 //! A coroutine whose cancel token is cancelled (`sched::token`) ends its
 //! sleep at once: -1 and errno ECANCELED (`sleep`: the seconds left, with
-//! errno ECANCELED; `clock_nanosleep`: ECANCELED returned).
+//! errno ECANCELED; `clock_nanosleep`: ECANCELED returned). Every sleep is
+//! a pthread cancellation point.
 //!
 //! `clock_nanosleep` parks for CLOCK_MONOTONIC, CLOCK_REALTIME,
 //! CLOCK_BOOTTIME and CLOCK_TAI, relative or TIMER_ABSTIME (an absolute time
@@ -20,17 +22,44 @@ use std::ffi::{c_int, c_uint};
 
 use libc::{timespec, useconds_t};
 
-use crate::sched::{in_coroutine, token, yield_now};
-use crate::sys::{now_ns, real, set_errno, timespec_ns};
+use crate::sched::signals::Interruptible;
+use crate::sched::{current, in_coroutine, park_cancelable, token, yield_now};
+use crate::sys::{now_ns, ns_timespec, real, set_errno, timespec_ns};
 
-/// Parks for `ns` nanoseconds (yields when 0). False: the coroutine's
-/// cancel token was cancelled first (the sleep fails with ECANCELED).
-pub(crate) fn park_for(ns: u64) -> bool {
+/// How a sleep ended.
+pub(crate) enum Slept {
+    /// It lasted its whole length.
+    Done,
+    /// A signal handler ran in the coroutine: the time left (ns).
+    Interrupted(u64),
+    /// The coroutine's cancel token was cancelled: the time left (ns).
+    Cancelled(u64),
+}
+
+/// Parks for `ns` nanoseconds (yields when 0): a pthread cancellation
+/// point, cut short by a signal handler or a cancelled token.
+pub(crate) fn park_for(ns: u64) -> Slept {
     if ns == 0 {
         yield_now();
-        true
-    } else {
-        token::sleep_until(now_ns().saturating_add(ns))
+        return Slept::Done;
+    }
+    let deadline = now_ns().saturating_add(ns);
+    let intr = Interruptible::begin();
+    loop {
+        let now = now_ns();
+        if intr.check().is_some() {
+            return Slept::Interrupted(deadline.saturating_sub(now));
+        }
+        if now >= deadline {
+            return Slept::Done;
+        }
+        if token::cancel_point() {
+            return Slept::Cancelled(deadline.saturating_sub(now));
+        }
+        park_cancelable(|_| true, Some(deadline));
+        if let Some(t) = current() {
+            crate::sched::identity::cancel_point(&t.ident);
+        }
     }
 }
 
@@ -51,11 +80,21 @@ pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> 
         set_errno(libc::EINVAL);
         return -1;
     }
-    if !park_for(timespec_ns(&ts)) {
-        set_errno(libc::ECANCELED);
-        return -1;
+    match park_for(timespec_ns(&ts)) {
+        Slept::Done => 0,
+        Slept::Interrupted(left) => {
+            if !rem.is_null() {
+                // SAFETY: the caller's contract makes a non-NULL rem writable.
+                unsafe { *rem = ns_timespec(left) };
+            }
+            set_errno(libc::EINTR);
+            -1
+        }
+        Slept::Cancelled(_) => {
+            set_errno(libc::ECANCELED);
+            -1
+        }
     }
-    0
 }
 
 #[no_mangle]
@@ -64,11 +103,17 @@ pub unsafe extern "C" fn usleep(us: useconds_t) -> c_int {
         // SAFETY: plain integer.
         return unsafe { real::usleep(us) };
     }
-    if !park_for(us as u64 * 1000) {
-        set_errno(libc::ECANCELED);
-        return -1;
+    match park_for(us as u64 * 1000) {
+        Slept::Done => 0,
+        Slept::Interrupted(_) => {
+            set_errno(libc::EINTR);
+            -1
+        }
+        Slept::Cancelled(_) => {
+            set_errno(libc::ECANCELED);
+            -1
+        }
     }
-    0
 }
 
 #[no_mangle]
@@ -77,13 +122,16 @@ pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
         // SAFETY: plain integer.
         return unsafe { real::sleep(s) };
     }
-    let until = now_ns().saturating_add(s as u64 * 1_000_000_000);
-    if !park_for(s as u64 * 1_000_000_000) {
+    match park_for(s as u64 * 1_000_000_000) {
+        Slept::Done => 0,
+        // glibc's sleep: the whole seconds left of its nanosleep.
+        Slept::Interrupted(left) => (left / 1_000_000_000) as c_uint,
         // The seconds left, rounded up as glibc's sleep does; errno says why.
-        set_errno(libc::ECANCELED);
-        return until.saturating_sub(now_ns()).div_ceil(1_000_000_000) as c_uint;
+        Slept::Cancelled(left) => {
+            set_errno(libc::ECANCELED);
+            left.div_ceil(1_000_000_000) as c_uint
+        }
     }
-    0
 }
 
 #[no_mangle]
@@ -106,7 +154,8 @@ pub unsafe extern "C" fn clock_nanosleep(
     if !valid_timespec(&ts) {
         return libc::EINVAL;
     }
-    let ns = if flags & libc::TIMER_ABSTIME != 0 {
+    let abs = flags & libc::TIMER_ABSTIME != 0;
+    let ns = if abs {
         let mut now = timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -117,8 +166,15 @@ pub unsafe extern "C" fn clock_nanosleep(
     } else {
         timespec_ns(&ts)
     };
-    if !park_for(ns) {
-        return libc::ECANCELED;
+    match park_for(ns) {
+        Slept::Done => 0,
+        Slept::Interrupted(left) => {
+            if !abs && !rem.is_null() {
+                // SAFETY: the caller's contract makes a non-NULL rem writable.
+                unsafe { *rem = ns_timespec(left) };
+            }
+            libc::EINTR
+        }
+        Slept::Cancelled(_) => libc::ECANCELED,
     }
-    0
 }

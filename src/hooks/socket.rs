@@ -38,6 +38,7 @@ use super::{
     eagain, nonblocking_loop, ready_now, sock_timeout, user_nonblocking, Deadline, Io, TIMEO_NONE,
 };
 use crate::sched::fdtable::{self, Dir};
+use crate::sched::signals::Interruptible;
 use crate::sched::{in_coroutine, park_until_ready, FdWait};
 use crate::sys::{errno, now_ns, real, set_errno};
 
@@ -282,6 +283,7 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
     let mut deadline = None;
     let mut deadline_known = false;
     let caller_errno = errno();
+    let mut intr: Option<Interruptible> = None;
     loop {
         let seen = e.snapshot(Dir::Write);
         let (r, err) = connect_nonblocking(fd, addr, len)?;
@@ -294,6 +296,19 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
         if !deadline_known {
             deadline = sock_timeout(fd, e, Dir::Write).map(|t| now_ns().saturating_add(t));
             deadline_known = true;
+        }
+        if matches!(err, libc::EINPROGRESS | libc::EALREADY | libc::EAGAIN) {
+            // A handler that ran while it waited: EINTR (the connection goes
+            // on in the background, as after a native interrupted connect),
+            // unless SA_RESTART and no timeout.
+            let i = intr.get_or_insert_with(Interruptible::begin);
+            if let Some(restart) = i.check() {
+                if !restart || deadline.is_some() {
+                    set_errno(libc::EINTR);
+                    return Some(-1);
+                }
+                *i = Interruptible::begin();
+            }
         }
         match err {
             libc::EINPROGRESS | libc::EALREADY if started || err == libc::EINPROGRESS => {

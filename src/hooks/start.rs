@@ -68,6 +68,8 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
         // SAFETY: as above.
         unsafe { libc::_exit(2) }
     }
+    crate::hooks::sigdeliver::install();
+    crate::hooks::pthread_sync::warm_up();
     let (a, v, en) = (argc, argv as usize, envp as usize);
     let task = sched::worker::spawn_main(
         Entry::Rust(Box::new(move || {

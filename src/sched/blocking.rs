@@ -186,6 +186,14 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
         }
     }
     let mut seen_completed = POOL.completed.load(Ordering::Acquire);
+    // The helper uses this coroutine's frames (`out`, the caller's
+    // buffers) until the job is done: a signal handler must not run now
+    // (it could leave by longjmp). Handlers run when the call returns, as
+    // after a disk read, which signals do not interrupt either.
+    let me = super::park::current_ref();
+    if let Some(t) = &me {
+        t.ident.sig.uninterruptible.store(true, Ordering::Relaxed);
+    }
     loop {
         if job.state.load(Ordering::Acquire) == WITHDRAWN {
             break;
@@ -219,6 +227,10 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
             }
             _ => {}
         }
+    }
+    if let Some(t) = &me {
+        t.ident.sig.uninterruptible.store(false, Ordering::Relaxed);
+        super::signals::run_pending(t);
     }
     let (r, e) = out.expect("the blocking job ran");
     crate::sys::set_errno(e);

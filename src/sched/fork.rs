@@ -16,6 +16,8 @@
 //!   its locks (or the TLS pool's) that another thread held at the fork is
 //!   made anew (`sys::unlock_after_fork`);
 //! - the blocking pool and the watchdog forget their threads;
+//! - the forking coroutine is the only thread signals may reach, and no
+//!   signal is pending (`signals::after_fork`);
 //! - the forking coroutine is the child's only one. If it is not `main`,
 //!   its end is the end of the child's last thread: the child exits with
 //!   status 0, as a process whose only thread returned does.
@@ -48,6 +50,9 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::worker::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();
     super::deadline::after_fork_child();
+    if let Some(me) = super::park::current_ref() {
+        super::signals::after_fork(&me);
+    }
     if !is_main {
         ANCHOR.store(forking_task, Ordering::Relaxed);
     }

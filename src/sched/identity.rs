@@ -5,14 +5,15 @@
 //! - `ctx::tls` builds and switches the thread pointer; the scheduler
 //!   installs it around each resume of the task;
 //! - the signal hooks read and write `sigmask` and `pending` (a bit per
-//!   signal, bit `sig - 1`, as the kernel's 64-bit sigset);
+//!   signal, bit `sig - 1`, as the kernel's 64-bit sigset), and
+//!   `sched::signals` keeps the rest of a thread's signal state in `sig`;
 //! - the pthread hooks read and write `cancel`.
 //!
 //! The atomics may be touched from any thread and from signal handlers
 //! (they never lock or allocate); `tls` is only touched by the home worker.
 
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::ctx::tls::ThreadBlock;
 
@@ -75,6 +76,37 @@ pub struct Identity {
     /// the frames the unwinder discards, as glibc keeps it in the thread
     /// descriptor).
     pub unwind: UnsafeCell<UnwindException>,
+    /// Signal state beyond the mask and the pending set (`sched::signals`).
+    pub sig: SignalState,
+}
+
+/// What signal delivery keeps per thread besides `sigmask` and `pending`
+/// (see `sched/signals.rs` for how each is used).
+#[derive(Default)]
+pub struct SignalState {
+    /// The mask counted in the per-signal tallies that decide the workers'
+    /// kernel mask: `sigmask` outside handlers (a handler's own mask, set
+    /// for its duration, is not counted).
+    pub counted: AtomicU64,
+    /// Handlers run in this thread so far, and how many of those lacked
+    /// SA_RESTART: a blocking call compares them before and after a wait.
+    pub handled: AtomicU32,
+    pub handled_eintr: AtomicU32,
+    /// An interruptible call is under way: `ARMED | handled` as it began.
+    /// A park does not suspend once `handled` moved past it.
+    pub armed: AtomicU64,
+    /// Signals a sigwait-like call waits for: one becoming pending wakes
+    /// the thread although it blocks it.
+    pub waiting_for: AtomicU64,
+    /// A wait that must not be cut short (a blocking-pool call: the helper
+    /// thread still uses the caller's buffers): signals wait for its end.
+    pub uninterruptible: AtomicBool,
+    /// Nesting of handlers running in this thread, and the mask to go back
+    /// to when the outermost one is left by a long jump.
+    pub depth: AtomicU32,
+    pub outer_mask: AtomicU64,
+    /// Place in the registry of live tasks, plus one (0: not registered).
+    pub slot: AtomicUsize,
 }
 
 /// `struct _Unwind_Exception` (unwind.h), 16-byte aligned on x86_64.

@@ -2,7 +2,9 @@
 //!
 //! Read in this order: `task.rs` (the park/wake protocol), `worker.rs` (the
 //! loop, placement and cross-worker wake-ups), `park.rs` (the API the hooks
-//! use), `fdtable.rs` (per-fd readiness and waiters), `timers.rs`.
+//! use), `fdtable.rs` (per-fd readiness and waiters), `timers.rs`,
+//! `signals.rs` (who takes a signal, how a park is interrupted; with
+//! `sigmask.rs` and `siginfo.rs`).
 //!
 //! Nothing here knows about hooks or libc names: a hook asks to park until
 //! an fd is ready or a deadline passes, and the scheduler wakes it.
@@ -18,6 +20,10 @@ pub mod identity;
 pub mod park;
 pub mod run_queue;
 pub mod scope;
+pub mod sigdispatch;
+pub mod siginfo;
+pub mod sigmask;
+pub mod signals;
 pub mod sync;
 pub mod task;
 pub mod timers;

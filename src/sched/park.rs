@@ -33,6 +33,10 @@ pub enum Woken {
     TimedOut,
     /// The condition held already: no suspension happened.
     NotParked,
+    /// A signal ended the park: its handlers ran (in this coroutine, before
+    /// `park` returned), or one ran just before it. The waiter may still be
+    /// registered: callers that keep queues take it out.
+    Signal,
 }
 
 /// Result of waiting on an fd.
@@ -58,6 +62,10 @@ std::thread_local! {
     /// thread is not "in a coroutine" for the hooks: they pass through
     /// instead of parking inside the handler.
     static SIGNAL_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Of those, handlers the kernel started (they may have interrupted
+    /// runtime code holding a lock), as opposed to handlers a coroutine
+    /// runs for a pending signal when it resumes (ordinary code then).
+    static ASYNC_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// A signal handler starts on this thread (called by the hooks'
@@ -71,9 +79,34 @@ pub fn signal_handler_leave() {
     SIGNAL_DEPTH.set(SIGNAL_DEPTH.get().saturating_sub(1));
 }
 
+/// The kernel interrupted this thread with a signal (the trampoline runs),
+/// and the trampoline returns.
+pub fn async_signal_enter() {
+    ASYNC_DEPTH.set(ASYNC_DEPTH.get().saturating_add(1));
+}
+
+pub fn async_signal_leave() {
+    ASYNC_DEPTH.set(ASYNC_DEPTH.get().saturating_sub(1));
+}
+
 /// A handler left by longjmp: it will never return.
 pub fn signal_handler_reset() {
     SIGNAL_DEPTH.set(0);
+    ASYNC_DEPTH.set(0);
+}
+
+/// Whether a handler the kernel started runs on this thread: code here may
+/// have been interrupted anywhere, locks held, so only async-signal-safe
+/// paths may be taken.
+#[inline]
+pub fn in_async_signal_handler() -> bool {
+    ASYNC_DEPTH.get() != 0
+}
+
+/// Whether a signal handler runs on this thread (or in this coroutine).
+#[inline]
+pub fn in_signal_handler() -> bool {
+    SIGNAL_DEPTH.get() != 0
 }
 
 /// The running task, if any.
@@ -185,7 +218,14 @@ pub(super) fn park_as(
             },
         )
     });
-    suspend(&task);
+    // A signal made deliverable since the registration (or a handler that
+    // ran just before the park of an interruptible call) ends the park at
+    // once; a later one finds the park registered and answers it.
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    let early = super::signals::must_not_sleep(&task);
+    if !early {
+        suspend(&task);
+    }
     set_current(std::ptr::null());
     let woken = match timer {
         // The timer is gone only if it fired.
@@ -198,6 +238,11 @@ pub(super) fn park_as(
     set_current(tp);
     if cancelable {
         task.ident.at_cancel_point.store(false, Relaxed);
+    }
+    // Handlers run here, in the coroutine, after the park's own state is
+    // cleaned up (a handler may leave by longjmp).
+    if super::signals::run_pending(&task) || early {
+        return Woken::Signal;
     }
     woken
 }
@@ -378,6 +423,7 @@ pub fn yield_now() {
     }
     task.yielding.set(true);
     suspend(task);
+    super::signals::run_pending(task);
 }
 
 /// Ends the running coroutine from any depth (`pthread_exit`): `result` is

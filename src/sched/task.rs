@@ -264,6 +264,18 @@ impl Task {
         matches!(w & STATE_MASK, RUNNING | PARKED).then_some(w >> 3)
     }
 
+    /// Answers whatever park is current (a signal must be delivered to
+    /// the task): `try_unpark` with the present token. A task that runs
+    /// is only marked (its next park returns at once, or nothing happens).
+    /// Returns true if the caller must put the task on its home run queue.
+    pub fn unpark_current(&self) -> bool {
+        let w = self.state.load(Ordering::SeqCst);
+        match w & STATE_MASK {
+            PARKED | RUNNING => self.try_unpark(w >> 3),
+            _ => false,
+        }
+    }
+
     /// Whether a park with `token` is still waiting.
     #[inline]
     pub fn park_is_current(&self, token: u64) -> bool {

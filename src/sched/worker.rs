@@ -91,6 +91,9 @@ pub struct Worker {
     /// In a forked child, every worker but the forking one: it has no
     /// thread and never gets one.
     pub dead: AtomicBool,
+    /// Generation of the kernel signal mask this worker's thread has
+    /// (`signals.rs`, `sigmask.rs`).
+    pub sig_epoch: AtomicU64,
     local: Local,
 }
 
@@ -219,6 +222,7 @@ impl Worker {
             switches: AtomicU64::new(0),
             started: AtomicBool::new(false),
             dead: AtomicBool::new(false),
+            sig_epoch: AtomicU64::new(0),
             local: Local {
                 run_queue: RefCell::new(RunQueue::new()),
                 fresh,
@@ -245,7 +249,10 @@ impl Worker {
     }
 
     fn has_shared_work(&self, rt: &Runtime) -> bool {
-        !self.inbox.is_empty() || !self.placed.is_empty() || !rt.global.is_empty()
+        !self.inbox.is_empty()
+            || !self.placed.is_empty()
+            || !rt.global.is_empty()
+            || super::sigdispatch::tick_needed(&self.sig_epoch)
     }
 
     /// Makes this thread drive the worker (sets thread-locals).
@@ -492,6 +499,8 @@ impl Worker {
                     overflow::set_running(task.id, guard, top);
                     tls::start_thread();
                 }
+                // A signal made pending for it before it ran.
+                super::signals::run_pending(task);
                 // SAFETY: `entry` is only touched on the home worker, here.
                 let entry = unsafe { (*task.entry.get()).take() };
                 let r = match entry {
@@ -551,6 +560,7 @@ impl Worker {
         if let Some(b) = t.ident.tls.take() {
             b.release();
         }
+        super::signals::task_ended(&t);
         // SAFETY: the task no longer runs; only its home worker touches `coro`.
         if let Some(c) = unsafe { (*t.coro.get()).take() } {
             self.put_stack(c.into_stack());
@@ -640,6 +650,7 @@ impl Worker {
     fn run(&'static self, stop: &dyn Fn() -> bool) {
         let rt = runtime().expect("runtime started before its workers");
         loop {
+            super::sigdispatch::worker_tick(&self.sig_epoch);
             if stop() {
                 return;
             }
@@ -782,6 +793,25 @@ pub fn schedule(t: TaskRef) {
     w.notify();
 }
 
+/// Wakes every sleeping worker (async-signal-safe: atomics and eventfd
+/// writes).
+pub fn notify_all() {
+    if let Some(rt) = runtime() {
+        for w in &rt.workers {
+            w.notify();
+        }
+    }
+}
+
+/// Wakes worker `home` if it sleeps (any worker for a task with no home
+/// yet). Async-signal-safe.
+pub fn notify_home(home: usize) {
+    match runtime() {
+        Some(rt) if home < rt.workers.len() => rt.workers[home].notify(),
+        _ => notify_all(),
+    }
+}
+
 fn wake_one(rt: &Runtime) {
     for w in &rt.workers {
         if w.sleeping.load(Ordering::SeqCst) {
@@ -830,6 +860,7 @@ fn spawn_at(
     t.ident.own_tls.set(thread && tls::available());
     let me = current_worker();
     reserve_stack(&t, me)?;
+    super::signals::task_created(&t, super::signals::inherited_mask());
     // Least loaded worker; ties go to the spawner's own. A worker held by
     // one task for longer than BUSY_NS (computing, or blocked where corun
     // cannot see) counts as full: a new task placed there would wait.
@@ -888,6 +919,7 @@ pub fn spawn_main(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
     let w = current_worker().ok_or(libc::EAGAIN)?;
     let t = Task::new(entry, stack_size);
     reserve_stack(&t, Some(w))?;
+    super::signals::main_created(&t);
     w.load.fetch_add(1, Ordering::Relaxed);
     t.set_home(w.index);
     w.push_local(t.clone());

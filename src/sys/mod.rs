@@ -151,8 +151,35 @@ pub fn spawn_native_thread(f: Box<dyn FnOnce() + Send + 'static>) -> std::io::Re
     }
     let arg = Box::into_raw(Box::new(f)) as *mut libc::c_void;
     let mut tid: libc::pthread_t = 0;
+    // The new thread starts with every signal blocked (it inherits this
+    // thread's mask): a signal must not reach it before it is a worker
+    // with the workers' mask, or a helper that never takes one.
+    // (Not glibc's own SIGCANCEL and SIGSETXID: `setuid` waits for every
+    // thread to take the latter.)
+    let all = !((1u64 << 31) | (1u64 << 32));
+    let mut old = 0u64;
+    // SAFETY: 8-byte kernel sigsets from live locals; this thread only.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &all as *const u64,
+            &mut old as *mut u64,
+            8usize,
+        )
+    };
     // SAFETY: the real pthread_create with a valid entry point and argument.
     let r = unsafe { real::pthread_create(&mut tid, std::ptr::null(), body, arg) };
+    // SAFETY: as above: this thread's mask back.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &old as *const u64,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        )
+    };
     if r != 0 {
         // SAFETY: the thread was not created, so `arg` is still ours.
         drop(unsafe { Box::from_raw(arg as *mut Box<dyn FnOnce() + Send>) });

@@ -305,6 +305,13 @@ fn layout() -> &'static Layout {
     L.get_or_init(probe)
 }
 
+/// Probes the layout now, at start: a lazy first probe could be
+/// interrupted by a handler that calls `sem_post`, which would wait for
+/// the probe it interrupted.
+pub(crate) fn warm_up() {
+    layout();
+}
+
 /// The caller's owner tag for recursive and error-checking mutexes and
 /// rwlock writers: the kernel tid for a native thread (as glibc), a tag
 /// above any tid (pid_max is at most 2^22) for a coroutine.

@@ -36,6 +36,9 @@ fn sem_result(e: c_int) -> c_int {
 }
 
 fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
+    // A signal handler that runs in the waiting coroutine ends the wait
+    // with EINTR unless it had SA_RESTART, as glibc's futex wait does.
+    let mut intr: Option<crate::sched::signals::Interruptible> = None;
     loop {
         let v = w.value.load(Ordering::Relaxed);
         if v > 0 {
@@ -49,6 +52,15 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
         }
         if try_only {
             return libc::EAGAIN;
+        }
+        if in_coroutine() {
+            let i = intr.get_or_insert_with(crate::sched::signals::Interruptible::begin);
+            if let Some(restart) = i.check() {
+                if !restart {
+                    return libc::EINTR;
+                }
+                *i = crate::sched::signals::Interruptible::begin();
+            }
         }
         w.nwaiters.fetch_add(1, Ordering::SeqCst);
         let r = sync::wait_cancelable(&w.value, 0, deadline);
@@ -164,7 +176,12 @@ pub unsafe extern "C" fn sem_post(s: *mut sem_t) -> c_int {
         }
     }
     if w.nwaiters.load(Ordering::SeqCst) != 0 {
-        sync::wake(&w.value, 1);
+        if crate::sched::park::in_async_signal_handler() {
+            // Async-signal-safe: no lock here, a worker wakes the waiter.
+            sync::wake_later(&w.value);
+        } else {
+            sync::wake(&w.value, 1);
+        }
     }
     0
 }

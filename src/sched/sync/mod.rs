@@ -341,9 +341,11 @@ fn park_on_as(
     let r = match woken {
         Woken::NotParked => WaitResult::Mismatch,
         Woken::Event => WaitResult::Woken,
-        Woken::TimedOut => {
-            // Still queued: nobody woke us, the timeout stands. Gone: a wake
-            // took us out of the queue, and it must count as ours. A requeue
+        Woken::TimedOut | Woken::Signal => {
+            // Still queued: nobody woke us, the timeout stands (or a signal
+            // handler ran: a spurious wake-up, and the slot must not stay
+            // to swallow a wake meant for another). Gone: a wake took us
+            // out of the queue, and it must count as ours. A requeue
             // may have moved the slot: `at` names its word, read under the
             // lock of the bucket that held it.
             let mut cur = addr;
@@ -356,7 +358,11 @@ fn park_on_as(
                     let slot = g.remove(i);
                     drop(g);
                     drop(slot);
-                    break WaitResult::TimedOut;
+                    break if woken == Woken::Signal {
+                        WaitResult::Woken
+                    } else {
+                        WaitResult::TimedOut
+                    };
                 }
                 let next = at.load(Ordering::Acquire);
                 drop(g);
@@ -475,6 +481,52 @@ pub fn after_fork_child() {
 /// Wakes every sleeper on `word`.
 pub fn wake_all(word: &AtomicU32) -> usize {
     wake(word, usize::MAX)
+}
+
+/// Words to wake, posted from signal handlers (0: free slot).
+static LATER: [AtomicUsize; 256] = [const { AtomicUsize::new(0) }; 256];
+
+/// `wake` for a signal handler (`sem_post` is async-signal-safe): the
+/// handler may have interrupted this very thread holding a bucket lock, so
+/// it only notes the word in a fixed table (no lock, no allocation) and a
+/// worker wakes every sleeper on it at its next pass (sleepers re-check
+/// their word, so waking all of them is never wrong). Falls back to
+/// `wake_all` when the table is full of other words.
+pub fn wake_later(word: &AtomicU32) {
+    let a = word.as_ptr() as usize;
+    let mut placed = false;
+    for s in &LATER {
+        let cur = s.load(Ordering::Acquire);
+        if cur == a
+            || (cur == 0
+                && s.compare_exchange(0, a, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok())
+        {
+            placed = true;
+            break;
+        }
+    }
+    if placed {
+        super::sigdispatch::request_work();
+    } else {
+        wake_all(word);
+    }
+}
+
+/// Makes the wake-ups noted by `wake_later` (a worker, normal context).
+pub fn run_later() {
+    for s in &LATER {
+        if s.load(Ordering::Relaxed) == 0 {
+            continue;
+        }
+        let a = s.swap(0, Ordering::AcqRel);
+        if a != 0 {
+            // SAFETY: the address of an AtomicU32 a program's sem_post
+            // named: a semaphore in use is alive (destroying one that a
+            // handler still posts is undefined natively too).
+            wake_all(unsafe { &*(a as *const AtomicU32) });
+        }
+    }
 }
 
 #[cfg(test)]

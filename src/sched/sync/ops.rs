@@ -227,6 +227,7 @@ pub fn park_on_any(
         (Some(i), _) => Ok(i),
         (None, Woken::NotParked) => Err(WaitResult::Mismatch),
         (None, Woken::TimedOut) => Err(WaitResult::TimedOut),
-        (None, Woken::Event) => Err(WaitResult::Woken),
+        // A signal handler ran (it ran in the park): start again.
+        (None, Woken::Event | Woken::Signal) => Err(WaitResult::Woken),
     }
 }

@@ -1,0 +1,349 @@
+//! Running the program's signal handlers: corun's trampoline, and the
+//! delivery of a pending signal inside the coroutine that takes it.
+//!
+//! corun installs one trampoline in the kernel for every handler the
+//! program sets (`sigaction.rs` keeps the program's handler, flags and mask
+//! in the tables here). When the kernel delivers a signal to a worker, the
+//! trampoline decides who takes it (`sched/signals.rs` has the model):
+//!
+//! - the running coroutine, at once ("in place"), when the signal is a
+//!   fault or was sent to this very thread (`raise`), or is sent to the
+//!   process and the coroutine does not block it, unless main would take
+//!   it (Linux offers a process signal to the thread group leader first).
+//!   Only when the interrupted code runs on the coroutine's own stack: a
+//!   signal that lands while the scheduler switches stacks is made pending
+//!   instead (a handler may leave by longjmp, which must land on the
+//!   coroutine's stack, not the scheduler's);
+//! - else it is made pending where it belongs (main, the process, or the
+//!   coroutine that blocks a signal sent to it), without locks or
+//!   allocation, and a worker wakes the taker later.
+//!
+//! A pending signal is delivered by `run_deferred` in the coroutine that
+//! takes it, on its stack, when it resumes from a park (or unblocks it):
+//! the handler gets the sender's siginfo (kept in `sched::siginfo`) and a
+//! ucontext whose `uc_sigmask` is the mask it interrupted; if the handler
+//! changes that mask, it is installed when the handler returns, as
+//! `sigreturn` does.
+//!
+//! While a handler runs, the coroutine's mask also holds the handler's
+//! `sa_mask` and the signal itself (unless SA_NODEFER), as the kernel does;
+//! a signal that arrives meanwhile stays pending and runs when the handler
+//! returns. Each run bumps the coroutine's handler counters, from which a
+//! blocking call learns that it was interrupted, and whether every handler
+//! had SA_RESTART. A native thread (not a coroutine) just runs the handler,
+//! as before.
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+
+use libc::siginfo_t;
+
+use crate::sched::park::{
+    async_signal_enter, async_signal_leave, signal_handler_enter, signal_handler_leave,
+};
+use crate::sched::siginfo::{self, Info};
+use crate::sched::sigmask::{self, bit};
+use crate::sched::{self, signals, Task};
+use crate::sys::{errno, set_errno};
+
+pub(crate) const NSIG: usize = 65;
+
+/// The program's handler for each signal (0: none of ours installed).
+pub(crate) static HANDLER: [AtomicUsize; NSIG] = [const { AtomicUsize::new(0) }; NSIG];
+/// The program's sa_flags for it (SA_SIGINFO decides the call's shape).
+pub(crate) static FLAGS: [AtomicI32; NSIG] = [const { AtomicI32::new(0) }; NSIG];
+/// The program's sa_mask for it (the kernel's 64 bits).
+pub(crate) static MASK: [AtomicU64; NSIG] = [const { AtomicU64::new(0) }; NSIG];
+
+/// Whether `h` is a handler function (not SIG_DFL/SIG_IGN/SIG_ERR).
+pub(crate) fn is_function(h: usize) -> bool {
+    h != libc::SIG_DFL && h != libc::SIG_IGN && h != libc::SIG_ERR
+}
+
+/// Registers `run_deferred` with the scheduler.
+pub fn install() {
+    signals::set_runner(run_deferred);
+}
+
+/// Signals whose default action is to do nothing.
+fn ignored_by_default(sig: c_int) -> bool {
+    matches!(
+        sig,
+        libc::SIGCHLD | libc::SIGURG | libc::SIGWINCH | libc::SIGCONT
+    )
+}
+
+/// Calls handler `h` the way its flags say.
+fn call(h: usize, flags: c_int, sig: c_int, info: *mut siginfo_t, uc: *mut c_void) {
+    if flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the program installed `h` with SA_SIGINFO, so it takes
+        // these three arguments.
+        let f: extern "C" fn(c_int, *mut siginfo_t, *mut c_void) =
+            unsafe { std::mem::transmute(h) };
+        f(sig, info, uc);
+    } else {
+        // SAFETY: a plain handler takes the signal number.
+        let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(h) };
+        f(sig);
+    }
+}
+
+/// Runs handler `h` for `sig` as coroutine `t`'s: its mask extended for
+/// the duration, its counters bumped, hooks passing through inside; the
+/// mask it interrupted is back when it returns.
+fn run_as(t: &Task, sig: c_int, h: usize, flags: c_int, info: *mut siginfo_t, uc: *mut c_void) {
+    let saved = t.ident.sigmask.load(Ordering::SeqCst);
+    let mut extra = MASK[sig as usize].load(Ordering::Relaxed);
+    if flags & libc::SA_NODEFER == 0 {
+        extra |= bit(sig);
+    }
+    let s = &t.ident.sig;
+    if s.depth.fetch_add(1, Ordering::Relaxed) == 0 {
+        s.outer_mask.store(saved, Ordering::Relaxed);
+    }
+    signals::set_handler_mask(t, saved | extra);
+    s.handled.fetch_add(1, Ordering::Relaxed);
+    if flags & libc::SA_RESTART == 0 {
+        s.handled_eintr.fetch_add(1, Ordering::Relaxed);
+    }
+    signal_handler_enter();
+    call(h, flags, sig, info, uc);
+    signal_handler_leave();
+    s.depth.fetch_sub(1, Ordering::Relaxed);
+    signals::restore_mask(t, saved);
+}
+
+/// Delivers `sig`, pending for the running coroutine `t`, in `t`.
+fn deliver(t: &Task, sig: c_int, mut info: Info) {
+    let i = sig as usize;
+    let h = HANDLER[i].load(Ordering::Acquire);
+    let flags = FLAGS[i].load(Ordering::Acquire);
+    if !is_function(h) || h == 0 {
+        default_action(sig);
+        return;
+    }
+    if flags & libc::SA_RESETHAND != 0 {
+        reset_to_default(sig);
+    }
+    let saved = t.ident.sigmask.load(Ordering::SeqCst);
+    // SAFETY: a zeroed ucontext_t is a valid value.
+    let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
+    set_uc_mask(&mut uc, saved);
+    run_as(
+        t,
+        sig,
+        h,
+        flags,
+        info.as_mut_ptr() as *mut siginfo_t,
+        &mut uc as *mut libc::ucontext_t as *mut c_void,
+    );
+    let asked = uc_mask(&uc);
+    if asked != saved {
+        // The handler changed uc_sigmask: sigreturn would install it.
+        signals::set_mask(t, asked);
+        signals::sync_here();
+    }
+}
+
+/// The kernel's default action for `sig` (its handler is gone: the
+/// program reset it while the signal was pending, or a signal without a
+/// handler was sent to a coroutine that blocked it).
+fn default_action(sig: c_int) {
+    // SAFETY: a zeroed sigaction is a valid out-buffer; a query.
+    let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { crate::sys::real::sigaction(sig, std::ptr::null(), &mut cur) };
+    if cur.sa_sigaction == libc::SIG_IGN
+        || cur.sa_sigaction == trampoline as *const () as usize
+        || (cur.sa_sigaction == libc::SIG_DFL && ignored_by_default(sig))
+    {
+        return;
+    }
+    // This thread does not block it (the coroutine took it): the kernel
+    // acts here, as it would have.
+    // SAFETY: tgkill to this very thread.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), crate::sys::gettid(), sig) };
+}
+
+/// SA_RESETHAND: the handler runs once, then the default is back.
+fn reset_to_default(sig: c_int) {
+    HANDLER[sig as usize].store(0, Ordering::Release);
+    // SAFETY: a zeroed sigaction with SIG_DFL is valid.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = libc::SIG_DFL;
+    // SAFETY: installing SIG_DFL.
+    unsafe { crate::sys::real::sigaction(sig, &sa, std::ptr::null_mut()) };
+}
+
+/// The runner the scheduler calls: every deliverable signal of the running
+/// coroutine `t`, lowest first, each in `t`.
+fn run_deferred(t: &Task) {
+    let saved = errno();
+    while let Some((sig, info)) = signals::take_deliverable(t) {
+        deliver(t, sig, info);
+    }
+    set_errno(saved);
+}
+
+fn uc_mask(uc: &libc::ucontext_t) -> u64 {
+    // SAFETY: sigset_t is at least 8 bytes; the first 8 are the kernel's.
+    unsafe { *(&uc.uc_sigmask as *const libc::sigset_t as *const u64) }
+}
+
+fn set_uc_mask(uc: &mut libc::ucontext_t, m: u64) {
+    // SAFETY: as in `uc_mask`.
+    unsafe { *(&mut uc.uc_sigmask as *mut libc::sigset_t as *mut u64) = m };
+}
+
+/// The stack pointer of the code a signal interrupted.
+///
+/// # Safety
+/// `uc` is NULL or the kernel's ucontext for this delivery.
+unsafe fn interrupted_sp(uc: *mut c_void) -> usize {
+    if uc.is_null() {
+        return 0;
+    }
+    // SAFETY: per the contract.
+    let uc = unsafe { &*(uc as *const libc::ucontext_t) };
+    #[cfg(target_arch = "x86_64")]
+    {
+        uc.uc_mcontext.gregs[libc::REG_RSP as usize] as usize
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        uc.uc_mcontext.sp as usize
+    }
+}
+
+/// A fault the kernel raised on this thread's instruction.
+fn is_fault(sig: c_int, info: &Info) -> bool {
+    matches!(
+        sig,
+        libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGTRAP | libc::SIGSYS
+    ) && siginfo::code(info) > 0
+}
+
+/// Sent to this thread: `raise`/`tgkill`, or SIGPIPE/SIGXFSZ (the kernel
+/// sends those to the thread that wrote).
+fn to_this_thread(sig: c_int, info: &Info) -> bool {
+    let code = siginfo::code(info);
+    code == libc::SI_TKILL
+        || (matches!(sig, libc::SIGPIPE | libc::SIGXFSZ) && code == libc::SI_USER)
+}
+
+fn is_kick(info: &Info) -> bool {
+    siginfo::code(info) == libc::SI_QUEUE
+        && siginfo::value(info) == signals::KICK_VALUE
+        // SAFETY: getpid has no preconditions.
+        && siginfo::pid(info) == unsafe { libc::getpid() }
+}
+
+/// Runs `t`'s handler for `sig` in place, then whatever became deliverable
+/// when its mask came back (as the kernel does at sigreturn).
+fn in_place(t: &Task, sig: c_int, info: *mut siginfo_t, uc: *mut c_void, on_stack: bool) {
+    let i = sig as usize;
+    let h = HANDLER[i].load(Ordering::Acquire);
+    let flags = FLAGS[i].load(Ordering::Acquire);
+    if !is_function(h) || h == 0 {
+        return;
+    }
+    if flags & libc::SA_RESETHAND != 0 {
+        // The kernel reset the disposition as it delivered.
+        HANDLER[i].store(0, Ordering::Release);
+    }
+    let epoch = sigmask::epoch();
+    // The handler sees (and may change) the coroutine's mask in its
+    // ucontext, not the worker's that the kernel put there.
+    let saved = t.ident.sigmask.load(Ordering::SeqCst);
+    // SAFETY: the kernel's ucontext for this delivery (or NULL).
+    let ucx = unsafe { (uc as *mut libc::ucontext_t).as_mut() };
+    let kernel_before = ucx.as_ref().map(|u| uc_mask(u));
+    if let Some(u) = ucx {
+        set_uc_mask(u, saved);
+    }
+    run_as(t, sig, h, flags, info, uc);
+    // SAFETY: as above.
+    let mut ucx = unsafe { (uc as *mut libc::ucontext_t).as_mut() };
+    if let Some(u) = ucx.as_deref_mut() {
+        let asked = uc_mask(u);
+        if asked != saved {
+            // sigreturn would install it as the thread's mask.
+            signals::set_mask(t, asked);
+        }
+    }
+    if on_stack {
+        run_deferred(t);
+    }
+    if let (Some(u), Some(before)) = (ucx, kernel_before) {
+        // What the kernel installs at sigreturn: the mask it interrupted,
+        // or the workers' mask if that changed meanwhile.
+        let k = if sigmask::epoch() != epoch {
+            sigmask::kernel_mask()
+        } else {
+            before
+        };
+        set_uc_mask(u, k);
+    }
+}
+
+/// What the kernel calls for every signal the program handles.
+pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c_void) {
+    let i = sig as usize;
+    if i == 0 || i >= NSIG {
+        return;
+    }
+    let saved_errno = errno();
+    async_signal_enter();
+    // SAFETY: the kernel's siginfo for this delivery (or NULL).
+    let inf = unsafe { siginfo::from_ptr(info, sig) };
+    match sched::current() {
+        None if sched::worker::current_worker().is_none() => {
+            // Not a coroutine's thread: the handler runs here, natively.
+            if !is_kick(&inf) {
+                let h = HANDLER[i].load(Ordering::Acquire);
+                if is_function(h) && h != 0 {
+                    signal_handler_enter();
+                    call(h, FLAGS[i].load(Ordering::Acquire), sig, info, uc);
+                    signal_handler_leave();
+                }
+            }
+        }
+        None => {
+            // The scheduler or runtime code of a worker was interrupted:
+            // nobody to run it here.
+            if is_fault(sig, &inf) {
+                let h = HANDLER[i].load(Ordering::Acquire);
+                if is_function(h) && h != 0 {
+                    call(h, FLAGS[i].load(Ordering::Acquire), sig, info, uc);
+                }
+            } else if !is_kick(&inf) {
+                signals::to_process(sig, &inf);
+            }
+        }
+        Some(t) => {
+            // SAFETY: `uc` is the kernel's ucontext for this delivery.
+            let sp = unsafe { interrupted_sp(uc) };
+            let on_stack = sched::current_stack().is_some_and(|(lo, hi)| (lo..hi).contains(&sp));
+            let open = t.ident.sigmask.load(Ordering::SeqCst) & bit(sig) == 0;
+            if is_kick(&inf) {
+                if on_stack {
+                    run_deferred(t);
+                }
+            } else if is_fault(sig, &inf) {
+                in_place(t, sig, info, uc, on_stack);
+            } else if to_this_thread(sig, &inf) {
+                if open && on_stack {
+                    in_place(t, sig, info, uc, true);
+                } else {
+                    signals::give(t, sig, &inf);
+                }
+            } else if open && on_stack && (signals::task_is_main(t) || !signals::main_takes(sig)) {
+                in_place(t, sig, info, uc, true);
+            } else {
+                signals::to_process(sig, &inf);
+            }
+        }
+    }
+    async_signal_leave();
+    set_errno(saved_errno);
+}

@@ -1,0 +1,252 @@
+//! The workers' side of signal delivery (normal context, never in a
+//! handler): the registry of live tasks, and `dispatch`, which a worker runs
+//! from its loop when a handler left work (`signals::WORK`): it gives each
+//! signal the process holds to a coroutine that does not block it (main
+//! first), sends back to the kernel a signal every coroutine blocks (where
+//! `sigwait`, `signalfd` and `sigpending` look for it), and wakes the
+//! coroutines that have a signal to take (their park is answered, or the
+//! worker running them is kicked). See `signals.rs` for the model.
+//!
+//! The registry is only searched in rare cases (a process signal main
+//! blocks, a wake-up asked for from a handler); registering costs each
+//! spawn one uncontended spin lock (of 16 shards).
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+
+use super::siginfo;
+use super::sigmask::{self, bit};
+use super::signals::{
+    kick_if_running, main_ref, open, wants_wake, DISPATCHING, PROC_PENDING, SCAN, WORK,
+};
+use super::task::{Task, TaskRef, DONE};
+use super::worker::runtime;
+
+// ---------------------------------------------------------------------------
+// The registry of live tasks (normal context only), for the rare searches:
+// a process signal that main blocks, a wake asked for from a handler.
+
+const SHARDS: usize = 16;
+
+#[derive(Default)]
+pub(super) struct Slots {
+    pub(super) tasks: Vec<Option<TaskRef>>,
+    pub(super) free: Vec<usize>,
+}
+
+/// A shard under a spin lock (not a Mutex: a forked child must be able to
+/// take it back from a thread that does not exist there).
+pub(super) struct Shard {
+    pub(super) lock: AtomicBool,
+    slots: UnsafeCell<Slots>,
+}
+
+// SAFETY: `slots` is only touched while `lock` is held (`with`).
+unsafe impl Sync for Shard {}
+
+pub(super) static REGISTRY: [Shard; SHARDS] = [const {
+    Shard {
+        lock: AtomicBool::new(false),
+        slots: UnsafeCell::new(Slots {
+            tasks: Vec::new(),
+            free: Vec::new(),
+        }),
+    }
+}; SHARDS];
+
+impl Shard {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut Slots) -> R) -> R {
+        while self.lock.swap(true, Ordering::Acquire) {
+            std::hint::spin_loop();
+        }
+        // SAFETY: the lock is held until the store below.
+        let r = f(unsafe { &mut *self.slots.get() });
+        self.lock.store(false, Ordering::Release);
+        r
+    }
+}
+
+fn shard(id: u64) -> &'static Shard {
+    &REGISTRY[id as usize % SHARDS]
+}
+
+pub(super) fn register(t: &TaskRef) {
+    let i = shard(t.id).with(|s| match s.free.pop() {
+        Some(i) => {
+            s.tasks[i] = Some(t.clone());
+            i
+        }
+        None => {
+            s.tasks.push(Some(t.clone()));
+            s.tasks.len() - 1
+        }
+    });
+    t.ident.sig.slot.store(i + 1, Ordering::Release);
+}
+
+pub(super) fn unregister(t: &Task) -> bool {
+    let i = t.ident.sig.slot.swap(0, Ordering::AcqRel);
+    if i == 0 {
+        return false;
+    }
+    let old = shard(t.id).with(|s| {
+        s.free.push(i - 1);
+        s.tasks[i - 1].take()
+    });
+    drop(old);
+    true
+}
+
+/// The first live task for which `f` holds.
+fn find(mut f: impl FnMut(&TaskRef) -> bool) -> Option<TaskRef> {
+    for sh in &REGISTRY {
+        let hit = sh.with(|s| s.tasks.iter().flatten().find(|t| f(t)).cloned());
+        if hit.is_some() {
+            return hit;
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------
+// The workers' side (normal context)
+
+/// Whether the worker whose mask generation is `applied` has signal work
+/// (checked again after it announced it sleeps: no wake-up is lost).
+#[inline]
+pub fn tick_needed(applied: &AtomicU64) -> bool {
+    WORK.load(Ordering::SeqCst) || applied.load(Ordering::Relaxed) != sigmask::epoch()
+}
+
+/// Called by each worker at every pass of its loop: applies a new kernel
+/// mask, dispatches pending work. Two loads when idle.
+#[inline]
+pub fn worker_tick(applied: &AtomicU64) {
+    if tick_needed(applied) {
+        tick_slow(applied);
+    }
+}
+
+#[cold]
+fn tick_slow(applied: &AtomicU64) {
+    let before = applied.load(Ordering::Relaxed);
+    sigmask::apply_here(applied);
+    if applied.load(Ordering::Relaxed) != before && PROC_PENDING.load(Ordering::SeqCst) != 0 {
+        // A process signal nobody takes may now go back to the kernel.
+        WORK.store(true, Ordering::SeqCst);
+    }
+    if WORK.swap(false, Ordering::AcqRel) {
+        dispatch();
+    }
+}
+
+/// Asks a worker to run `dispatch` (and the wake-ups handlers asked for,
+/// `sync::wake_later`). Async-signal-safe.
+pub fn request_work() {
+    WORK.store(true, Ordering::SeqCst);
+    super::worker::notify_all();
+}
+
+fn dispatch() {
+    super::sync::run_later();
+    if DISPATCHING.swap(true, Ordering::Acquire) {
+        // Another worker is at it; come back at the next pass.
+        WORK.store(true, Ordering::SeqCst);
+        return;
+    }
+    route_process_set();
+    if let Some(m) = main_ref() {
+        if wants_wake(&m) {
+            interrupt(&m);
+        }
+    }
+    if SCAN.swap(false, Ordering::AcqRel) {
+        let mut woken = Vec::new();
+        for sh in &REGISTRY {
+            sh.with(|s| {
+                woken.extend(s.tasks.iter().flatten().filter(|t| wants_wake(t)).cloned());
+            });
+        }
+        for t in woken {
+            interrupt(&t);
+        }
+    }
+    DISPATCHING.store(false, Ordering::Release);
+}
+
+/// Gives each signal of the process set to a coroutine that does not block
+/// it (main first); a signal every coroutine blocks goes back to the
+/// kernel, where `sigwait`, `signalfd` and `sigpending` see it.
+fn route_process_set() {
+    let mut p = PROC_PENDING.load(Ordering::SeqCst);
+    while p != 0 {
+        let sig = p.trailing_zeros() as i32 + 1;
+        p &= p - 1;
+        let b = bit(sig);
+        let target = main_ref()
+            .filter(|m| open(m, sig) && m.state() != DONE)
+            .or_else(|| find(|t| open(t, sig) && t.state() != DONE));
+        match target {
+            Some(t) => {
+                if PROC_PENDING.fetch_and(!b, Ordering::SeqCst) & b != 0 {
+                    siginfo::transfer(0, t.id, sig);
+                    if t.ident.pending.fetch_or(b, Ordering::SeqCst) & b != 0 {
+                        siginfo::take(t.id, sig);
+                    }
+                    interrupt(&t);
+                }
+            }
+            None => back_to_kernel(sig),
+        }
+    }
+}
+
+/// Re-sends a process signal that every coroutine blocks, once every worker
+/// blocks it too (else it would come straight back).
+fn back_to_kernel(sig: i32) {
+    let b = bit(sig);
+    if sigmask::kernel_mask() & b == 0 {
+        // The tallies say someone takes it: it is routed when that one is
+        // found, or when a coroutine unblocks it.
+        return;
+    }
+    let Some(rt) = runtime() else { return };
+    let e = sigmask::epoch();
+    let all = rt.workers.iter().all(|w| {
+        !w.started.load(Ordering::Relaxed)
+            || w.dead.load(Ordering::Relaxed)
+            || w.sig_epoch.load(Ordering::Relaxed) == e
+    });
+    if !all || PROC_PENDING.fetch_and(!b, Ordering::SeqCst) & b == 0 {
+        return;
+    }
+    let info = siginfo::take(0, sig).unwrap_or_else(|| siginfo::bare(sig));
+    let code = siginfo::code(&info);
+    // SAFETY: getpid has no preconditions; the siginfo buffer is the
+    // kernel's size. The kernel accepts our own siginfo only from the
+    // thread group leader, or for a negative code: else a plain kill.
+    unsafe {
+        let pid = libc::getpid();
+        let own = crate::sys::gettid() == pid || (code < 0 && code != libc::SI_TKILL);
+        if !own || libc::syscall(libc::SYS_rt_sigqueueinfo, pid, sig, info.as_ptr()) != 0 {
+            libc::syscall(libc::SYS_kill, pid, sig);
+        }
+    }
+}
+
+/// Interrupts `t`'s park so it runs its handlers (normal context): answers
+/// the park it is in, or kicks the worker it runs on.
+pub(super) fn interrupt(t: &TaskRef) {
+    if t.ident.sig.uninterruptible.load(Ordering::Relaxed) {
+        return;
+    }
+    fence(Ordering::SeqCst);
+    if t.unpark_current() {
+        super::worker::schedule(t.clone());
+        return;
+    }
+    let d = t.ident.pending.load(Ordering::SeqCst) & !t.ident.sigmask.load(Ordering::SeqCst);
+    if d != 0 {
+        kick_if_running(t, d.trailing_zeros() as i32 + 1);
+    }
+}
