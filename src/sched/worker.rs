@@ -926,6 +926,11 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static Runtime>
                     super::task::created(),
                     super::blocking::threads()
                 ));
+                out.push_str(&format!(
+                    "  blocking-pool jobs: {}; path calls answered from the kernel's caches: {}\n",
+                    super::blocking::jobs(),
+                    super::blocking::inline_answers()
+                ));
                 crate::sys::raw_stderr(out.as_bytes());
             }
         }
