@@ -132,7 +132,9 @@ fn parent_answer(dirfd: c_int, path: *const c_char) -> Option<c_int> {
     // SAFETY: the kernel has just read the whole string (it answered
     // EAGAIN, not EFAULT), so it is a valid C string.
     let bytes = unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes();
-    let mut buf = [0u8; libc::PATH_MAX as usize];
+    // Not zeroed (a 4 KiB memset per call showed in Apache's profile):
+    // each prefix is copied in and terminated before use.
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); libc::PATH_MAX as usize];
     let mut end = bytes.len();
     for _ in 0..4 {
         while end > 0 && bytes[end - 1] == b'/' {
@@ -142,8 +144,10 @@ fn parent_answer(dirfd: c_int, path: *const c_char) -> Option<c_int> {
         if bytes[..slash].iter().all(|&c| c == b'/') || slash + 2 > buf.len() {
             return None; // the parent is "/" (or dirfd): a directory
         }
-        buf[..=slash].copy_from_slice(&bytes[..=slash]);
-        buf[slash + 1] = 0;
+        for (d, &c) in buf.iter_mut().zip(&bytes[..=slash]) {
+            d.write(c);
+        }
+        buf[slash + 1].write(0);
         let p = buf.as_ptr() as *const c_char;
         match openat2_cached(dirfd, p, libc::O_PATH | libc::O_CLOEXEC, 0) {
             Ok(fd) => {

@@ -10,9 +10,9 @@
 //! EPOLLEXCLUSIVE alike):
 //!
 //! ```text
-//!   real epoll_pwait(timeout 0)  -> events (or an error)? return them
-//!   loop: snapshot epfd's read sequence; real call again; deadline? 0;
-//!         park_until_ready(epfd, read, snapshot, deadline)
+//!   loop: snapshot epfd's read sequence;
+//!         real epoll_pwait(timeout 0) -> events (or an error)? return them
+//!         deadline? 0; park_until_ready(epfd, read, snapshot, deadline)
 //! ```
 //!
 //! The signal mask of `epoll_pwait`/`epoll_pwait2` applies to each check,
@@ -25,10 +25,10 @@ use libc::{epoll_event, sigset_t, timespec};
 
 use super::fdctl::note_new_fd;
 use crate::sched::fdtable::{self, Dir, KIND_OTHER};
-use crate::sched::{in_coroutine, park_until_ready, FdWait};
+use crate::sched::{park_until_ready, parking, FdWait};
 use crate::sys::{now_ns, real, set_errno};
 
-mod next {
+pub(crate) mod next {
     use libc::{c_int, epoll_event, sigset_t, timespec};
     crate::sys::real::real_fns! {
         fn epoll_pwait(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int,
@@ -49,13 +49,11 @@ fn epoll_parking(
     mask: *const sigset_t,
 ) -> Option<c_int> {
     let e = fdtable::get(epfd)?;
-    // SAFETY (both calls): the caller's epoll_pwait contract; timeout 0.
+    // SAFETY: the caller's epoll_pwait contract; timeout 0.
     let check = || unsafe { next::epoll_pwait(epfd, ev, max, 0, mask) };
-    let r = check();
-    if r != 0 {
-        return Some(r);
-    }
     loop {
+        // The snapshot (two atomic loads) comes before the check, so one
+        // check per round is enough: an edge after it moves the sequence.
         let seen = e.snapshot(Dir::Read);
         let r = check();
         if r != 0 {
@@ -82,7 +80,7 @@ pub unsafe extern "C" fn epoll_wait(
     max: c_int,
     timeout: c_int,
 ) -> c_int {
-    if in_coroutine() && timeout != 0 {
+    if parking() && timeout != 0 {
         let deadline = super::poll::deadline_ms(timeout);
         if let Some(r) = epoll_parking(epfd, ev, max, deadline, std::ptr::null()) {
             return r;
@@ -100,7 +98,7 @@ pub unsafe extern "C" fn epoll_pwait(
     timeout: c_int,
     mask: *const sigset_t,
 ) -> c_int {
-    if in_coroutine() && timeout != 0 {
+    if parking() && timeout != 0 {
         let deadline = super::poll::deadline_ms(timeout);
         if let Some(r) = epoll_parking(epfd, ev, max, deadline, mask) {
             return r;
@@ -118,7 +116,7 @@ pub unsafe extern "C" fn epoll_pwait2(
     ts: *const timespec,
     mask: *const sigset_t,
 ) -> c_int {
-    if in_coroutine() {
+    if parking() {
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {

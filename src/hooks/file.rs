@@ -25,11 +25,11 @@
 use std::ffi::{c_char, c_int, c_uint};
 
 use crate::sched::blocking::{run_blocking, SendPtr};
-use crate::sched::{fdtable, in_coroutine};
+use crate::sched::fdtable;
 use crate::sys::{errno, set_errno};
 
 /// The real functions (the hooks below take their names).
-mod real {
+pub(crate) mod real {
     use std::ffi::{c_char, c_int, c_uint};
     crate::sys::real::real_fns! {
     fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int;
@@ -125,7 +125,7 @@ fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint, large:
     } else {
         flags
     };
-    if in_coroutine() {
+    if crate::sched::parking() {
         if let Some(fd) = super::cached::open(dirfd, path, flags, mode) {
             return fresh_fd(fd);
         }
@@ -201,7 +201,7 @@ fn stat_call(
     on_fd: impl FnOnce(c_int) -> c_int,
     by_path: impl FnOnce() -> c_int + Send,
 ) -> c_int {
-    if in_coroutine() {
+    if crate::sched::parking() {
         if let Some(r) = super::cached::stat_with(dirfd, path, nofollow, empty_path, on_fd) {
             return r;
         }

@@ -34,10 +34,10 @@ use libc::{fd_set, nfds_t, pollfd, sigset_t, timespec, timeval};
 
 use super::sleep::valid_timespec;
 use crate::sched::fdtable::{self, Dir, Snapshot};
-use crate::sched::{in_coroutine, park_until_any_ready};
+use crate::sched::{park_until_any_ready, parking};
 use crate::sys::{now_ns, real, timespec_ns};
 
-mod next {
+pub(crate) mod next {
     use libc::{c_int, fd_set, sigset_t, timespec, timeval};
     crate::sys::real::real_fns! {
         fn select(n: c_int, r: *mut fd_set, w: *mut fd_set, x: *mut fd_set, t: *mut timeval) -> c_int;
@@ -150,7 +150,7 @@ fn poll_parking(
 
 #[no_mangle]
 pub unsafe extern "C" fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int {
-    if in_coroutine() && timeout != 0 {
+    if parking() && timeout != 0 {
         return poll_parking(fds, n, deadline_ms(timeout), std::ptr::null());
     }
     // SAFETY: the caller's poll contract.
@@ -164,7 +164,7 @@ pub unsafe extern "C" fn ppoll(
     ts: *const timespec,
     mask: *const sigset_t,
 ) -> c_int {
-    if in_coroutine() {
+    if parking() {
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {
@@ -324,7 +324,7 @@ pub unsafe extern "C" fn select(
     x: *mut fd_set,
     t: *mut timeval,
 ) -> c_int {
-    if in_coroutine() && nfds >= 0 {
+    if parking() && nfds >= 0 {
         let deadline = if t.is_null() {
             Some(None)
         } else {
@@ -367,7 +367,7 @@ pub unsafe extern "C" fn pselect(
     ts: *const timespec,
     mask: *const sigset_t,
 ) -> c_int {
-    if in_coroutine() && nfds >= 0 {
+    if parking() && nfds >= 0 {
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {

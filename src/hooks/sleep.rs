@@ -17,7 +17,7 @@ use std::ffi::{c_int, c_uint};
 
 use libc::{timespec, useconds_t};
 
-use crate::sched::{in_coroutine, sleep_until, yield_now};
+use crate::sched::{parking, sleep_until, yield_now};
 use crate::sys::{now_ns, real, set_errno, timespec_ns};
 
 /// Parks for `ns` nanoseconds (yields when 0).
@@ -36,7 +36,7 @@ pub(crate) fn valid_timespec(ts: &timespec) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
-    if !in_coroutine() || req.is_null() {
+    if !parking() || req.is_null() {
         // SAFETY: the caller's nanosleep contract (NULL gives EFAULT there).
         return unsafe { real::nanosleep(req, rem) };
     }
@@ -52,7 +52,7 @@ pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> 
 
 #[no_mangle]
 pub unsafe extern "C" fn usleep(us: useconds_t) -> c_int {
-    if !in_coroutine() {
+    if !parking() {
         // SAFETY: plain integer.
         return unsafe { real::usleep(us) };
     }
@@ -62,7 +62,7 @@ pub unsafe extern "C" fn usleep(us: useconds_t) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
-    if !in_coroutine() {
+    if !parking() {
         // SAFETY: plain integer.
         return unsafe { real::sleep(s) };
     }
@@ -81,7 +81,7 @@ pub unsafe extern "C" fn clock_nanosleep(
         clock,
         libc::CLOCK_MONOTONIC | libc::CLOCK_REALTIME | libc::CLOCK_BOOTTIME | libc::CLOCK_TAI
     );
-    if !in_coroutine() || req.is_null() || !parkable {
+    if !parking() || req.is_null() || !parkable {
         // SAFETY: the caller's clock_nanosleep contract.
         return unsafe { real::clock_nanosleep(clock, flags, req, rem) };
     }

@@ -49,6 +49,17 @@ pub fn alone() -> bool {
     live == 1
 }
 
+/// Whether an I/O hook should make its call the corun way (a
+/// non-blocking attempt, then a park): the caller is a coroutine and not
+/// the process's only one. The only coroutine makes the program's own
+/// blocking call, exactly as natively: nothing else could use its worker
+/// meanwhile, so parking would only add system calls (an event-driven
+/// program's single loop, a forked child serving one connection).
+#[inline]
+pub fn parking() -> bool {
+    in_coroutine() && !alone()
+}
+
 /// Why a join failed.
 #[derive(Debug, PartialEq, Eq)]
 pub enum JoinError {
