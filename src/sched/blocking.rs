@@ -112,6 +112,9 @@ fn max_threads() -> usize {
 /// lock can never be taken again: the pool is then off in this process and
 /// calls run inline.
 pub fn reset_after_fork() {
+    if POOL.jobs.load(Ordering::Relaxed) == 0 {
+        return; // never used: nothing to forget (and no page to copy)
+    }
     match POOL.state.try_lock() {
         Ok(mut st) => {
             for j in st.queue.drain(..) {

@@ -458,6 +458,15 @@ pub fn wake_parked(addr: usize, n: usize, bits: u32) -> usize {
 /// theirs may run), and nobody sleeps any more. A bucket some other thread
 /// of the parent held at the fork stays as it is (that thread is gone).
 pub fn after_fork_child() {
+    // No coroutine was queued at the fork: every bucket is empty, and
+    // visiting them would only fault their pages in (a forked child pays
+    // for what it uses).
+    if PARKED.load(Ordering::SeqCst) == 0 {
+        if KERNEL_SLEEPERS.load(Ordering::SeqCst) != 0 {
+            KERNEL_SLEEPERS.store(0, Ordering::SeqCst);
+        }
+        return;
+    }
     for b in LOT.iter() {
         if let Ok(mut g) = b.try_lock() {
             for s in g.drain(..) {
