@@ -99,15 +99,21 @@ pub(crate) fn deadline_ms(ms: c_int) -> Option<u64> {
 }
 
 /// The waiting loop shared by every call here. `check` makes the real call
-/// with a zero timeout; `interests` snapshots what it waits on.
+/// with a zero timeout; `interests` snapshots what it waits on. The first
+/// check comes before any snapshot unless `readable`: the kernel then
+/// vouches for the caller's memory (a bad pointer is EFAULT, not a crash)
+/// before this code reads it.
 fn wait_loop(
     deadline: Option<u64>,
+    readable: bool,
     mut check: impl FnMut() -> c_int,
     mut interests: impl FnMut() -> Vec<(i32, Dir, Snapshot)>,
 ) -> c_int {
-    let r = check();
-    if r != 0 {
-        return r;
+    if !readable {
+        let r = check();
+        if r != 0 {
+            return r;
+        }
     }
     loop {
         let waits = interests();
@@ -133,8 +139,18 @@ fn poll_parking(
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // A pollfd array on the coroutine's own stack above this frame (APR,
+    // most programs: `struct pollfd pfd` in the caller) is readable: the
+    // snapshot may come first, and one zero-timeout check per round is
+    // enough (Apache's reads that find nothing made three).
+    let here = &zero as *const timespec as usize;
+    let end =
+        (fds as usize).saturating_add((n as usize).saturating_mul(std::mem::size_of::<pollfd>()));
+    let on_stack = !fds.is_null()
+        && crate::sched::current_stack().is_some_and(|(_, top)| fds as usize > here && end <= top);
     wait_loop(
         deadline,
+        on_stack,
         // SAFETY: the caller's ppoll contract; the kernel validates `fds`.
         || unsafe { real::ppoll(fds, n, &zero, mask) },
         || {
@@ -272,6 +288,7 @@ fn select_parking(
     let mut out = (None, None, None);
     let result = wait_loop(
         deadline,
+        true, // the sets were copied above
         || {
             out = (rb.scratch(), wb.scratch(), xb.scratch());
             let (pr, pw, px) = (ptr(&mut out.0), ptr(&mut out.1), ptr(&mut out.2));
