@@ -12,7 +12,10 @@
 #      machine's MemAvailable drop (kernel stacks included); median of 3.
 #   3. wrk: threaded_http natively, under corun (1 worker and all workers),
 #      and epoll_http, at 100, 1,000 and 10,000 keep-alive connections.
-#   4. perf profiles of corun's hot paths (where the machine allows).
+#   4. real servers (scripts/bench_servers.sh): Apache worker MPM, nginx,
+#      lighttpd, HAProxy, Redis, memcached, PostgreSQL from Debian packages,
+#      each natively and under corun, replies checked; about 5 minutes.
+#   5. perf profiles of corun's hot paths (where the machine allows).
 #
 # Environment (for quick trials; the defaults are the benchmark):
 #   BENCH_DURATION=10 seconds per wrk point   BENCH_CONNS="100 1000 10000"
@@ -20,7 +23,8 @@
 #   BENCH_QUICK=1 fewer micro iterations      BENCH_OUT=bench
 #   BENCH_REPS=3 wrk repetitions of each point of 1,000 connections or more
 #   (points of fewer connections run once); the report takes medians.
-#   BENCH_PARTS="micro idle wrk perf" the parts to run
+#   BENCH_PARTS="micro idle wrk servers perf" the parts to run
+#   SERVERS_DURATION=4 SERVERS_REPS=4 SERVERS="apache nginx ..." (servers)
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
@@ -31,7 +35,7 @@ IDLE_N=${BENCH_IDLE_CONNS:-10000}
 OUT=${BENCH_OUT:-$ROOT/bench}
 QUICK=${BENCH_QUICK:-0}
 REPS=${BENCH_REPS:-3}
-PARTS=" ${BENCH_PARTS:-micro idle wrk perf} "
+PARTS=" ${BENCH_PARTS:-micro idle wrk servers perf} "
 part() { [[ "$PARTS" == *" $1 "* ]]; }
 NCPU=$(nproc)
 RAW="$OUT/raw" # the raw figures, kept next to the report they make
@@ -259,7 +263,15 @@ for rep in $(seq 1 "$REPS"); do
 done
 fi
 
-# ---------------------------------------------------------------- 4. perf
+# ---------------------------------------------------------------- 4. servers
+if part servers; then
+    echo "servers_duration	${SERVERS_DURATION:-4}" >>"$RAW/meta.tsv"
+    echo "servers_reps	${SERVERS_REPS:-4}" >>"$RAW/meta.tsv"
+    say "real servers (scripts/bench_servers.sh)"
+    "$ROOT/scripts/bench_servers.sh" "$RAW" || say "servers: FAILED (exit $?)"
+fi
+
+# ---------------------------------------------------------------- 5. perf
 : >"$RAW/perf.txt"
 if ! part perf; then
     echo "(not run)" >"$RAW/perf.txt"
@@ -343,5 +355,5 @@ grep -q 'not supported' "$TMPD/pstat" && echo "hwcounters	no" >>"$RAW/meta.tsv" 
 echo "elapsed	$(( $(date +%s) - start_s ))" >>"$RAW/meta.tsv"
 echo "load_end	$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW/meta.tsv"
 python3 "$ROOT/scripts/bench_report.py" "$RAW" "$OUT"
-say "wrote $OUT/RESULTS.md, $OUT/throughput.svg, $OUT/latency.svg"
+say "wrote $OUT/RESULTS.md, $OUT/throughput.svg, $OUT/latency.svg, $OUT/servers.svg"
 sed -n '/^## Goals/,/^## /p' "$OUT/RESULTS.md" | sed '$d'

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests, demo and benchmarks need, where it is missing.
+#   scripts/deps.sh           for make test, demo, bench
+#   scripts/deps.sh servers   also the real servers of make bench's
+#                             "servers" part (scripts/bench_servers.sh)
 set -euo pipefail
 need=()
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
@@ -10,12 +13,36 @@ command -v script >/dev/null 2>&1 || need+=(bsdutils)
 command -v strace >/dev/null 2>&1 || need+=(strace) # make bench: syscalls per operation
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless) # tests: a threaded Java program
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)    # scripts/tests/ripgrep.sh: a threaded Rust program
+if [ "${1:-}" = servers ]; then
+    have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "$2" ]; }
+    have apache2 /usr/sbin/apache2 || need+=(apache2)
+    have nginx /usr/sbin/nginx || need+=(nginx-light)
+    have lighttpd /usr/sbin/lighttpd || need+=(lighttpd)
+    have haproxy /usr/sbin/haproxy || need+=(haproxy)
+    have redis-server /usr/bin/redis-server || need+=(redis-server)
+    have redis-benchmark /usr/bin/redis-benchmark || need+=(redis-tools)
+    have memcached /usr/bin/memcached || need+=(memcached)
+    have memcaslap /usr/bin/memcaslap || need+=(libmemcached-tools)
+    have curl /usr/bin/curl || need+=(curl)
+    have pgbench /usr/bin/pgbench || need+=(postgresql-contrib postgresql-client)
+    [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql)
+fi
 if ((${#need[@]})); then
     echo "deps: installing ${need[*]}"
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq >/dev/null 2>&1 || true
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    # Packaged services must not start on their default ports.
+    policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+        $SUDO chmod +x /usr/sbin/policy-rc.d
+        policy=1
+    fi
+    rc=0
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || rc=$?
+    [ -z "$policy" ] || $SUDO rm -f /usr/sbin/policy-rc.d
+    [ $rc = 0 ] || exit $rc
 fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "deps: cargo (Rust) is required: https://rustup.rs" >&2
