@@ -14,6 +14,9 @@
 #      and epoll_http, at 100, 1,000 and 10,000 keep-alive connections.
 #   4. MariaDB (Debian's mariadbd, default configuration) under sysbench
 #      oltp_read_write, 64 threads: natively and under corun.
+#   5. real servers (scripts/bench_servers.sh): Apache worker MPM, nginx,
+#      lighttpd, HAProxy, Redis, memcached, PostgreSQL from Debian packages,
+#      each natively and under corun, replies checked; about 5 minutes.
 #   5. perf profiles of corun's hot paths (where the machine allows).
 #
 # Environment (for quick trials; the defaults are the benchmark):
@@ -23,7 +26,8 @@
 #   BENCH_REPS=3 wrk repetitions of each point of 1,000 connections or more
 #   (points of fewer connections run once); the report takes medians.
 #   BENCH_MARIADB_TIME=30 seconds of sysbench per MariaDB run
-#   BENCH_PARTS="micro idle wrk mariadb perf" the parts to run
+#   BENCH_PARTS="micro idle wrk mariadb servers perf" the parts to run
+#   SERVERS_DURATION=4 SERVERS_REPS=4 SERVERS="apache nginx ..." (servers)
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
@@ -35,7 +39,7 @@ OUT=${BENCH_OUT:-$ROOT/bench}
 QUICK=${BENCH_QUICK:-0}
 REPS=${BENCH_REPS:-3}
 MDB_TIME=${BENCH_MARIADB_TIME:-30}
-PARTS=" ${BENCH_PARTS:-micro idle wrk mariadb perf} "
+PARTS=" ${BENCH_PARTS:-micro idle wrk mariadb servers perf} "
 part() { [[ "$PARTS" == *" $1 "* ]]; }
 NCPU=$(nproc)
 RAW="$OUT/raw" # the raw figures, kept next to the report they make
@@ -298,6 +302,14 @@ if part mariadb; then
     done
 fi
 
+# ---------------------------------------------------------------- 5. servers
+if part servers; then
+    echo "servers_duration	${SERVERS_DURATION:-4}" >>"$RAW/meta.tsv"
+    echo "servers_reps	${SERVERS_REPS:-4}" >>"$RAW/meta.tsv"
+    say "real servers (scripts/bench_servers.sh)"
+    "$ROOT/scripts/bench_servers.sh" "$RAW" || say "servers: FAILED (exit $?)"
+fi
+
 # ---------------------------------------------------------------- 5. perf
 : >"$RAW/perf.txt"
 if ! part perf; then
@@ -382,5 +394,5 @@ grep -q 'not supported' "$TMPD/pstat" && echo "hwcounters	no" >>"$RAW/meta.tsv" 
 echo "elapsed	$(( $(date +%s) - start_s ))" >>"$RAW/meta.tsv"
 echo "load_end	$(cut -d' ' -f1-3 /proc/loadavg)" >>"$RAW/meta.tsv"
 python3 "$ROOT/scripts/bench_report.py" "$RAW" "$OUT"
-say "wrote $OUT/RESULTS.md, $OUT/throughput.svg, $OUT/latency.svg"
+say "wrote $OUT/RESULTS.md, $OUT/throughput.svg, $OUT/latency.svg, $OUT/servers.svg"
 sed -n '/^## Goals/,/^## /p' "$OUT/RESULTS.md" | sed '$d'

@@ -10,6 +10,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_servers_report  # noqa: E402
+
 RAW, OUT = sys.argv[1], sys.argv[2]
 os.makedirs(OUT, exist_ok=True)
 
@@ -202,6 +205,10 @@ if ie_n is not None and ie_c is not None:
          cmp(ie_c, ie_n, lambda a, b: a <= b / 4),
          f"{ie_c:,.1f} vs {ie_n:,.1f} KiB = {fr(ratio(ie_c, ie_n), 2)} of native")
 
+SRV = bench_servers_report.figures(RAW)
+for t_, ok_, fig_ in bench_servers_report.goals(SRV):
+    goal(t_, ok_, fig_)
+
 # ---------------------------------------------------------------- SVG
 COLORS = {"native": "#d62728", "corun1": "#1f77b4", "corunN": "#17becf", "epoll": "#2ca02c"}
 SERIES = [("pinned", "native"), ("pinned", "corun1"), ("pinned", "epoll"),
@@ -275,6 +282,7 @@ svg_chart(os.path.join(OUT, "throughput.svg"), "threaded_http: requests per seco
           "requests / s", "rps", False)
 svg_chart(os.path.join(OUT, "latency.svg"), "threaded_http: p99 latency (wrk, keep-alive)",
           "p99 latency, ms (log scale)", "p99", True)
+bench_servers_report.svg(SRV, os.path.join(OUT, "servers.svg"))
 
 # ---------------------------------------------------------------- markdown
 L = []
@@ -495,9 +503,17 @@ if "native" in mdb and "corun" in mdb:
       f"peak RSS {fr(ratio(int(mdb['corun']['hwm_kib']), int(mdb['native']['hwm_kib'])), 2)}. "
       f"corun wrote {mdb['corun'].get('corun_msgs', '0')} lines to the server's error log (watchdog: a coroutine "
       "held its worker over 100 ms; on a loaded machine also when the kernel did not run the worker).")
+a("")
+
+if SRV:
+    L.extend(bench_servers_report.markdown(SRV, meta))
+else:
+    a("## 5. Real servers")
+    a("")
+    a("(not run: `BENCH_PARTS` without `servers`)")
     a("")
 
-a("## 5. Where the time goes (perf)")
+a("## 6. Where the time goes (perf)")
 a("")
 a("`perf record -e cpu-clock` (software clock sampling: this VM has no hardware counters when that column above "
   "says no), `perf report --no-children --sort dso,symbol`, entries above 1.5 %.")
@@ -509,7 +525,7 @@ a("")
 a("## Commands")
 a("")
 a("```sh")
-a("make bench                      # all of the below, about 10 minutes")
+a("make bench                      # all of the below, about 17 minutes")
 a("# micro (median of 5 trials per process):")
 a("CORUN_WORKERS=1 LD_PRELOAD=target/release/libcorun.so c-tests/bin/co_bench_micro pingpong 2000000 5")
 a("LD_PRELOAD=target/release/libcorun.so c-tests/bin/co_bench_micro yield 2000000 5")
@@ -530,6 +546,8 @@ a(f"MARIADB_TIME={MT} scripts/mariadb_sysbench.sh native LOGDIR   # or corun: a 
 a("# wrk, pinned (shared: the same without taskset, CORUN_WORKERS=" + str(NCPU) + "):")
 a(f"taskset -c 1 env CORUN_WORKERS=1 LD_PRELOAD=target/release/libcorun.so c-tests/bin/threaded_http PORT {meta.get('body', '128')} &")
 a(f"taskset -c 0 wrk -t {NCPU} -c 1000 -d {meta.get('duration', '10')}s --timeout 10s --latency http://127.0.0.1:PORT/")
+a("# real servers (installs the Debian packages it needs; SERVERS=\"apache redis\" for some):")
+a("scripts/bench_servers.sh bench/raw    # appends bench/raw/servers.tsv")
 a("```")
 a("")
 with open(os.path.join(OUT, "RESULTS.md"), "w") as f:

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests, demo and benchmarks need, where it is missing.
+#   scripts/deps.sh           for make test, demo, bench
+#   scripts/deps.sh servers   also the real servers of make bench's
+#                             "servers" part (scripts/bench_servers.sh)
 set -euo pipefail
 need=()
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
@@ -15,6 +18,20 @@ command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools) # scripts/test
 [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 [ -e /usr/include/liburing.h ] || need+=(liburing-dev) # c-tests/hooks_io_uring.c
+if [ "${1:-}" = servers ]; then
+    have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "$2" ]; }
+    have apache2 /usr/sbin/apache2 || need+=(apache2)
+    have nginx /usr/sbin/nginx || need+=(nginx-light)
+    have lighttpd /usr/sbin/lighttpd || need+=(lighttpd)
+    have haproxy /usr/sbin/haproxy || need+=(haproxy)
+    have redis-server /usr/bin/redis-server || need+=(redis-server)
+    have redis-benchmark /usr/bin/redis-benchmark || need+=(redis-tools)
+    have memcached /usr/bin/memcached || need+=(memcached)
+    have memcaslap /usr/bin/memcaslap || need+=(libmemcached-tools)
+    have curl /usr/bin/curl || need+=(curl)
+    have pgbench /usr/bin/pgbench || need+=(postgresql-contrib postgresql-client)
+    [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql)
+fi
 if ((${#need[@]})); then
     echo "deps: installing ${need[*]}"
     SUDO=""

@@ -10,9 +10,9 @@
 //! EPOLLEXCLUSIVE alike):
 //!
 //! ```text
-//!   real epoll_pwait(timeout 0)  -> events (or an error)? return them
-//!   loop: snapshot epfd's read sequence; real call again; deadline? 0;
-//!         park_until_ready(epfd, read, snapshot, deadline)
+//!   loop: snapshot epfd's read sequence;
+//!         real epoll_pwait(timeout 0) -> events (or an error)? return them
+//!         deadline? 0; park_until_ready(epfd, read, snapshot, deadline)
 //! ```
 //!
 //! A handler that runs in the coroutine meanwhile ends the wait with EINTR;
@@ -27,10 +27,10 @@ use libc::{epoll_event, sigset_t, timespec};
 use super::fdctl::note_new_fd;
 use super::poll::with_wait_mask;
 use crate::sched::fdtable::{self, Dir, KIND_OTHER};
-use crate::sched::{in_coroutine, park_until_ready, FdWait};
+use crate::sched::{park_until_ready, parking, FdWait};
 use crate::sys::{now_ns, real, set_errno};
 
-mod next {
+pub(crate) mod next {
     use libc::{c_int, epoll_event, sigset_t, timespec};
     crate::sys::real::real_fns! {
         fn epoll_pwait(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int,
@@ -51,15 +51,14 @@ fn epoll_parking(
     mask: *const sigset_t,
 ) -> Option<c_int> {
     let e = fdtable::get(epfd)?;
-    // SAFETY (both calls): the caller's epoll_pwait contract; timeout 0.
+    // SAFETY: the caller's epoll_pwait contract; timeout 0.
     let check = || unsafe { next::epoll_pwait(epfd, ev, max, 0, mask) };
     let mut blocking = false;
     let r = with_wait_mask(mask, |intr| {
-        let r = check();
-        if r != 0 {
-            return r;
-        }
         loop {
+            // The snapshot (two atomic loads) comes before the check, so
+            // one check per round is enough: an edge after it moves the
+            // sequence.
             let seen = e.snapshot(Dir::Read);
             let r = check();
             if r != 0 {
@@ -99,7 +98,7 @@ pub unsafe extern "C" fn epoll_wait(
     max: c_int,
     timeout: c_int,
 ) -> c_int {
-    if in_coroutine() && timeout != 0 {
+    if parking() && timeout != 0 {
         let deadline = super::poll::deadline_ms(timeout);
         if let Some(r) = epoll_parking(epfd, ev, max, deadline, std::ptr::null()) {
             return r;
@@ -117,7 +116,7 @@ pub unsafe extern "C" fn epoll_pwait(
     timeout: c_int,
     mask: *const sigset_t,
 ) -> c_int {
-    if in_coroutine() && timeout != 0 {
+    if parking() && timeout != 0 {
         let deadline = super::poll::deadline_ms(timeout);
         if let Some(r) = epoll_parking(epfd, ev, max, deadline, mask) {
             return r;
@@ -135,7 +134,7 @@ pub unsafe extern "C" fn epoll_pwait2(
     ts: *const timespec,
     mask: *const sigset_t,
 ) -> c_int {
-    if in_coroutine() {
+    if parking() {
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {

@@ -25,7 +25,7 @@ use crate::sched::fdtable;
 use crate::sys::{errno, real, set_errno};
 
 fn is_runtime_fd(fd: c_int) -> bool {
-    fdtable::peek(fd).is_some_and(|e| e.runtime.load(Ordering::Relaxed))
+    fdtable::is_runtime(fd)
 }
 
 /// `newfd` now refers to the same description as `oldfd`.
@@ -54,7 +54,7 @@ pub(crate) fn note_new_fd(fd: c_int, kind: u8, nonblock: bool) {
     set_errno(saved);
 }
 
-mod next {
+pub(crate) mod next {
     use std::ffi::c_int;
     crate::sys::real::real_fns! {
         fn fclose(f: *mut libc::FILE) -> c_int;

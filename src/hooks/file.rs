@@ -6,12 +6,10 @@
 //! end). In a coroutine they run on the blocking pool (`sched::blocking`)
 //! while the coroutine parks; outside one they pass straight through.
 //!
-//! `open` first tries `openat2(..., RESOLVE_CACHED)` inline: when the path
-//! is in the dentry cache (the common case for a server's files) the open
-//! completes without a hand-off; the kernel answers EAGAIN when it would
-//! have to go to the disk, and only then does the call go to the pool.
-//! A FIFO or device opened that way could still block in its open routine,
-//! so the inline attempt is only kept for regular files and directories.
+//! `open` and the stat family are first answered from the kernel's caches
+//! inline (`cached.rs`: `openat2(..., RESOLVE_CACHED)`, whose errors other
+//! than "not cached" are final, and for a stat an O_PATH fd of the cached
+//! inode): only true cache misses go to the pool.
 //!
 //! `read`/`write`/`readv`/`writev` on a regular file come here from
 //! `rw.rs`: one inline `preadv2`/`pwritev2` with RWF_NOWAIT serves what the
@@ -27,11 +25,11 @@
 use std::ffi::{c_char, c_int, c_uint};
 
 use crate::sched::blocking::{run_blocking, SendPtr};
-use crate::sched::{fdtable, in_coroutine};
+use crate::sched::fdtable;
 use crate::sys::{errno, set_errno};
 
 /// The real functions (the hooks below take their names).
-mod real {
+pub(crate) mod real {
     use std::ffi::{c_char, c_int, c_uint};
     crate::sys::real::real_fns! {
     fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int;
@@ -121,79 +119,14 @@ fn fresh_fd(fd: c_int) -> c_int {
     fd
 }
 
-/// `openat2` with RESOLVE_CACHED: Some(fd) if it completed from the caches
-/// on a regular file or directory, None if the pool must do it.
-fn open_cached(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> Option<c_int> {
-    if flags & (libc::O_CREAT | libc::O_TRUNC) != 0 {
-        return None; // RESOLVE_CACHED refuses these
-    }
-    // SAFETY: open_how is plain integers; zero is valid for all of them.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (flags | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
-    how.mode = if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 {
-        mode as u64
-    } else {
-        0
-    };
-    how.resolve = 0x20; // RESOLVE_CACHED
-    let saved = errno();
-    // SAFETY: raw openat2 with a valid open_how; `path` per the caller's
-    // contract. O_NONBLOCK so that opening a FIFO cannot block here; the fd
-    // is only kept when it is a regular file or directory.
-    let fd = unsafe {
-        crate::sys::real::syscall!(
-            libc::SYS_openat2,
-            dirfd,
-            path,
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    } as c_int;
-    if fd < 0 {
-        // Not cached, or an error: the pool makes the real call, whose
-        // answer is the program's.
-        set_errno(saved);
-        return None;
-    }
-    // SAFETY: a zeroed stat is a valid out-buffer.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let ok = unsafe { crate::sys::real::syscall!(libc::SYS_fstat, fd, &mut st) } == 0
-        && matches!(st.st_mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFDIR);
-    if !ok {
-        // SAFETY: closing the fd opened just above (raw: not the program's).
-        unsafe { crate::sys::real::syscall!(libc::SYS_close, fd) };
-        set_errno(saved);
-        return None;
-    }
-    // Give the fd the program's own flags back: O_NONBLOCK and O_CLOEXEC
-    // only where it asked for them.
-    // SAFETY: raw fcntl on our new fd.
-    unsafe {
-        if flags & libc::O_NONBLOCK == 0 {
-            let fl = crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_GETFL);
-            crate::sys::real::syscall!(
-                libc::SYS_fcntl,
-                fd,
-                libc::F_SETFL,
-                fl & !(libc::O_NONBLOCK as i64),
-            );
-        }
-        if flags & libc::O_CLOEXEC == 0 {
-            crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_SETFD, 0);
-        }
-    }
-    set_errno(saved);
-    Some(fd)
-}
-
 fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint, large: bool) -> c_int {
     let flags = if large {
         flags | libc::O_LARGEFILE
     } else {
         flags
     };
-    if in_coroutine() {
-        if let Some(fd) = open_cached(dirfd, path, flags, mode) {
+    if crate::sched::parking() {
+        if let Some(fd) = super::cached::open(dirfd, path, flags, mode) {
             return fresh_fd(fd);
         }
     }
@@ -257,21 +190,56 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
     run_blocking(move || unsafe { real::fdatasync(fd) })
 }
 
+/// A stat by path: from the caches inline (`cached::stat_with`, with
+/// `on_fd` making the call on an fd of the path's inode), else on the pool
+/// (`by_path`, the program's call).
+fn stat_call(
+    dirfd: c_int,
+    path: *const c_char,
+    nofollow: bool,
+    empty_path: bool,
+    on_fd: impl FnOnce(c_int) -> c_int,
+    by_path: impl FnOnce() -> c_int + Send,
+) -> c_int {
+    if crate::sched::parking() {
+        if let Some(r) = super::cached::stat_with(dirfd, path, nofollow, empty_path, on_fd) {
+            return r;
+        }
+    }
+    run_blocking(by_path)
+}
+
+/// An fd's own inode: the empty path with AT_EMPTY_PATH.
+const EMPTY: *const c_char = c"".as_ptr();
+
 macro_rules! stat_hook {
-    ($name:ident, $buf:ty) => {
+    ($name:ident, $fstatat:ident, $buf:ty, $nofollow:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, buf: *mut $buf) -> c_int {
             let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
-            // SAFETY: the caller's contract; both pointers outlive the parked call.
-            run_blocking(move || unsafe { real::$name(p.get(), b.get()) })
+            stat_call(
+                libc::AT_FDCWD,
+                path,
+                $nofollow,
+                false,
+                // SAFETY: `buf` per the caller's contract; `fd` is ours.
+                |fd| unsafe { real::$fstatat(fd, EMPTY, buf, libc::AT_EMPTY_PATH) },
+                // SAFETY: the caller's contract; both pointers outlive the parked call.
+                move || unsafe { real::$name(p.get(), b.get()) },
+            )
         }
     };
 }
 
-stat_hook!(stat, libc::stat);
-stat_hook!(stat64, libc::stat64);
-stat_hook!(lstat, libc::stat);
-stat_hook!(lstat64, libc::stat64);
+stat_hook!(stat, fstatat, libc::stat, false);
+stat_hook!(stat64, fstatat64, libc::stat64, false);
+stat_hook!(lstat, fstatat, libc::stat, true);
+stat_hook!(lstat64, fstatat64, libc::stat64, true);
+
+/// The fstatat flags the inline path knows; others go to the pool, which
+/// gives the kernel's answer (EINVAL).
+const FSTATAT_FLAGS: c_int =
+    libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT | libc::AT_EMPTY_PATH;
 
 #[no_mangle]
 pub unsafe extern "C" fn fstatat(
@@ -282,7 +250,19 @@ pub unsafe extern "C" fn fstatat(
 ) -> c_int {
     let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
     // SAFETY: as stat.
-    run_blocking(move || unsafe { real::fstatat(dirfd, p.get(), b.get(), flags) })
+    let by_path = move || unsafe { real::fstatat(dirfd, p.get(), b.get(), flags) };
+    if flags & !FSTATAT_FLAGS != 0 {
+        return run_blocking(by_path);
+    }
+    stat_call(
+        dirfd,
+        path,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+        flags & libc::AT_EMPTY_PATH != 0,
+        // SAFETY: as stat.
+        |fd| unsafe { real::fstatat(fd, EMPTY, buf, libc::AT_EMPTY_PATH) },
+        by_path,
+    )
 }
 
 #[no_mangle]
@@ -294,7 +274,19 @@ pub unsafe extern "C" fn fstatat64(
 ) -> c_int {
     let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
     // SAFETY: as stat.
-    run_blocking(move || unsafe { real::fstatat64(dirfd, p.get(), b.get(), flags) })
+    let by_path = move || unsafe { real::fstatat64(dirfd, p.get(), b.get(), flags) };
+    if flags & !FSTATAT_FLAGS != 0 {
+        return run_blocking(by_path);
+    }
+    stat_call(
+        dirfd,
+        path,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+        flags & libc::AT_EMPTY_PATH != 0,
+        // SAFETY: as stat.
+        |fd| unsafe { real::fstatat64(fd, EMPTY, buf, libc::AT_EMPTY_PATH) },
+        by_path,
+    )
 }
 
 #[no_mangle]
@@ -307,5 +299,20 @@ pub unsafe extern "C" fn statx(
 ) -> c_int {
     let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
     // SAFETY: as stat.
-    run_blocking(move || unsafe { real::statx(dirfd, p.get(), flags, mask, b.get()) })
+    let by_path = move || unsafe { real::statx(dirfd, p.get(), flags, mask, b.get()) };
+    let sync = flags & libc::AT_STATX_SYNC_TYPE;
+    // A forced sync asks the (network) filesystem: that waits.
+    if flags & !(FSTATAT_FLAGS | libc::AT_STATX_SYNC_TYPE) != 0 || sync == libc::AT_STATX_FORCE_SYNC
+    {
+        return run_blocking(by_path);
+    }
+    stat_call(
+        dirfd,
+        path,
+        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+        flags & libc::AT_EMPTY_PATH != 0,
+        // SAFETY: as stat.
+        |fd| unsafe { real::statx(fd, EMPTY, libc::AT_EMPTY_PATH | sync, mask, buf) },
+        by_path,
+    )
 }

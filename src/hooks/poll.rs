@@ -37,10 +37,10 @@ use libc::{fd_set, nfds_t, pollfd, sigset_t, timespec, timeval};
 use super::sleep::valid_timespec;
 use crate::sched::fdtable::{self, Dir, Snapshot};
 use crate::sched::signals::{self, Interruptible};
-use crate::sched::{current, in_coroutine, park_until_any_ready};
+use crate::sched::{current, park_until_any_ready, parking};
 use crate::sys::{errno, now_ns, real, set_errno, timespec_ns};
 
-mod next {
+pub(crate) mod next {
     use libc::{c_int, fd_set, sigset_t, timespec, timeval};
     crate::sys::real::real_fns! {
         fn select(n: c_int, r: *mut fd_set, w: *mut fd_set, x: *mut fd_set, t: *mut timeval) -> c_int;
@@ -133,17 +133,23 @@ pub(crate) fn with_wait_mask(
 }
 
 /// The waiting loop shared by every call here. `check` makes the real call
-/// with a zero timeout; `interests` snapshots what it waits on. A handler
-/// that ran since `intr` began ends the wait with EINTR.
+/// with a zero timeout; `interests` snapshots what it waits on. The first
+/// check comes before any snapshot unless `readable`: the kernel then
+/// vouches for the caller's memory (a bad pointer is EFAULT, not a crash)
+/// before this code reads it. A handler that ran since `intr` began ends
+/// the wait with EINTR.
 fn wait_loop(
     deadline: Option<u64>,
+    readable: bool,
     intr: &Interruptible,
     mut check: impl FnMut() -> c_int,
     mut interests: impl FnMut() -> Vec<(i32, Dir, Snapshot)>,
 ) -> c_int {
-    let r = check();
-    if r != 0 {
-        return r;
+    if !readable {
+        let r = check();
+        if r != 0 {
+            return r;
+        }
     }
     loop {
         let waits = interests();
@@ -177,9 +183,19 @@ fn poll_parking(
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // A pollfd array on the coroutine's own stack above this frame (APR,
+    // most programs: `struct pollfd pfd` in the caller) is readable: the
+    // snapshot may come first, and one zero-timeout check per round is
+    // enough (Apache's reads that find nothing made three).
+    let here = &zero as *const timespec as usize;
+    let end =
+        (fds as usize).saturating_add((n as usize).saturating_mul(std::mem::size_of::<pollfd>()));
+    let on_stack = !fds.is_null()
+        && crate::sched::current_stack().is_some_and(|(_, top)| fds as usize > here && end <= top);
     with_wait_mask(mask, |intr| {
         wait_loop(
             deadline,
+            on_stack,
             intr,
             // SAFETY: the caller's ppoll contract; the kernel validates `fds`.
             || unsafe { real::ppoll(fds, n, &zero, mask) },
@@ -197,7 +213,7 @@ fn poll_parking(
 
 #[no_mangle]
 pub unsafe extern "C" fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int {
-    if in_coroutine() && timeout != 0 {
+    if parking() && timeout != 0 {
         return poll_parking(fds, n, deadline_ms(timeout), std::ptr::null());
     }
     // SAFETY: the caller's poll contract.
@@ -211,7 +227,7 @@ pub unsafe extern "C" fn ppoll(
     ts: *const timespec,
     mask: *const sigset_t,
 ) -> c_int {
-    if in_coroutine() {
+    if parking() {
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {
@@ -320,6 +336,7 @@ fn select_parking(
     let result = with_wait_mask(mask.unwrap_or(std::ptr::null()), |intr| {
         wait_loop(
             deadline,
+            true, // the sets were copied above
             intr,
             || {
                 out = (rb.scratch(), wb.scratch(), xb.scratch());
@@ -374,7 +391,7 @@ pub unsafe extern "C" fn select(
     x: *mut fd_set,
     t: *mut timeval,
 ) -> c_int {
-    if in_coroutine() && nfds >= 0 {
+    if parking() && nfds >= 0 {
         let deadline = if t.is_null() {
             Some(None)
         } else {
@@ -417,7 +434,7 @@ pub unsafe extern "C" fn pselect(
     ts: *const timespec,
     mask: *const sigset_t,
 ) -> c_int {
-    if in_coroutine() && nfds >= 0 {
+    if parking() && nfds >= 0 {
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {

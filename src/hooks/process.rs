@@ -20,12 +20,31 @@ use libc::pid_t;
 use crate::sched::{self, fork::after_fork_child, in_coroutine};
 use crate::sys::real;
 
+/// Looks up, once, the real functions a forked child is likely to call, so
+/// that each child inherits them resolved instead of repeating the lookups.
+fn resolve_for_children() {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if DONE.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let saved = crate::sys::errno();
+    crate::sys::real::resolve_all();
+    super::file::real::resolve_all();
+    super::sendrecv::next::resolve_all();
+    super::epoll::next::resolve_all();
+    super::poll::next::resolve_all();
+    super::fdctl::next::resolve_all();
+    real_wait::resolve_all();
+    crate::sys::set_errno(saved);
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn fork() -> pid_t {
     if !in_coroutine() {
         // SAFETY: plain fork, no arguments.
         return unsafe { real::fork() };
     }
+    resolve_for_children();
     let task = sched::current_id();
     let is_main = task == crate::hooks::start::main_task_id();
     // SAFETY: plain fork, no arguments.
@@ -123,7 +142,7 @@ pub unsafe extern "C" fn waitpid(
     status: *mut libc::c_int,
     options: libc::c_int,
 ) -> pid_t {
-    if !in_coroutine() || options & libc::WNOHANG != 0 {
+    if !crate::sched::parking() || options & libc::WNOHANG != 0 {
         // SAFETY: the caller's waitpid contract.
         return unsafe { real_wait::waitpid(pid, status, options) };
     }
@@ -140,7 +159,7 @@ pub unsafe extern "C" fn wait4(
     options: libc::c_int,
     ru: *mut libc::rusage,
 ) -> pid_t {
-    if !in_coroutine() || options & libc::WNOHANG != 0 {
+    if !crate::sched::parking() || options & libc::WNOHANG != 0 {
         // SAFETY: the caller's wait4 contract.
         return unsafe { real_wait::wait4(pid, status, options, ru) };
     }
@@ -157,7 +176,7 @@ pub unsafe extern "C" fn waitid(
     info: *mut libc::siginfo_t,
     options: libc::c_int,
 ) -> libc::c_int {
-    if !in_coroutine() || options & libc::WNOHANG != 0 || info.is_null() {
+    if !crate::sched::parking() || options & libc::WNOHANG != 0 || info.is_null() {
         // SAFETY: the caller's waitid contract.
         return unsafe { real_wait::waitid(idtype, id, info, options) };
     }

@@ -27,7 +27,7 @@ use super::{
     Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir, FdEntry};
-use crate::sched::in_coroutine;
+use crate::sched::parking;
 use crate::sys::{errno, real};
 
 /// One non-blocking vectored read attempt suited to the fd's kind, or None
@@ -212,7 +212,7 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
 
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    if in_coroutine() {
+    if parking() {
         let iov = iovec {
             iov_base: buf,
             iov_len: n,
@@ -227,7 +227,7 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
 
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if in_coroutine() {
+    if parking() {
         let iov = iovec {
             iov_base: buf as *mut c_void,
             iov_len: n,
@@ -242,7 +242,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if in_coroutine() && cnt > 0 && cnt <= libc::UIO_MAXIOV {
+    if parking() && cnt > 0 && cnt <= libc::UIO_MAXIOV {
         if let Some(r) = read_iov(fd, iov, cnt) {
             return r;
         }
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if in_coroutine() && cnt > 0 && cnt <= libc::UIO_MAXIOV {
+    if parking() && cnt > 0 && cnt <= libc::UIO_MAXIOV {
         if let Some(r) = write_iov(fd, iov, cnt) {
             return r;
         }
@@ -267,7 +267,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
 /// other call (an offset, or flags such as RWF_NOWAIT the program asked
 /// for) passes through.
 fn as_plain_rw(off: i64, flags: c_int, cnt: c_int) -> bool {
-    in_coroutine() && off == -1 && flags == 0 && cnt > 0 && cnt <= libc::UIO_MAXIOV
+    parking() && off == -1 && flags == 0 && cnt > 0 && cnt <= libc::UIO_MAXIOV
 }
 
 #[no_mangle]
@@ -364,7 +364,7 @@ fn positioned_file_io(
     off: i64,
     write: bool,
 ) -> Option<isize> {
-    if !in_coroutine() || off < 0 {
+    if !parking() || off < 0 {
         return None;
     }
     let e = fdtable::get(fd)?;

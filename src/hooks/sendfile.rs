@@ -35,7 +35,7 @@ use libc::{loff_t, off_t, size_t, ssize_t};
 use super::rw::write_iov;
 use super::{fd_kind, ready_now, user_nonblocking};
 use crate::sched::fdtable::{self, Dir, KIND_FILE, KIND_NOWAIT, KIND_SOCKET};
-use crate::sched::{in_coroutine, park_until_any_ready};
+use crate::sched::{park_until_any_ready, parking};
 use crate::sys::{errno, real, set_errno};
 
 mod next {
@@ -175,7 +175,7 @@ fn sendfile_parking(
 
 #[no_mangle]
 pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
-    if in_coroutine() {
+    if parking() {
         if let Some(r) = sendfile_parking(out, inp, off, n, next::sendfile) {
             return r;
         }
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, n: si
 
 #[no_mangle]
 pub unsafe extern "C" fn sendfile64(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
-    if in_coroutine() {
+    if parking() {
         if let Some(r) = sendfile_parking(out, inp, off, n, next::sendfile64) {
             return r;
         }
@@ -270,7 +270,7 @@ pub unsafe extern "C" fn splice(
     n: size_t,
     flags: std::ffi::c_uint,
 ) -> ssize_t {
-    if in_coroutine() && flags & libc::SPLICE_F_NONBLOCK == 0 {
+    if parking() && flags & libc::SPLICE_F_NONBLOCK == 0 {
         if let Some(r) = splice_parking(inp, off_in, out, off_out, n, flags) {
             return r;
         }

@@ -33,10 +33,10 @@ use super::{
     Written,
 };
 use crate::sched::fdtable::{self, Dir};
-use crate::sched::in_coroutine;
+use crate::sched::parking;
 use crate::sys::{errno, now_ns, real, set_errno};
 
-mod next {
+pub(crate) mod next {
     use super::*;
     crate::sys::real::real_fns! {
         fn recvmmsg(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int, t: *mut timespec) -> c_int;
@@ -321,7 +321,7 @@ fn sendmmsg_parking(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+    if parking() && flags & libc::MSG_DONTWAIT == 0 {
         let (addr, alen) = (std::ptr::null_mut(), std::ptr::null_mut());
         if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
             return r;
@@ -340,7 +340,7 @@ pub unsafe extern "C" fn recvfrom(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+    if parking() && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
@@ -351,7 +351,7 @@ pub unsafe extern "C" fn recvfrom(
 
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
+    if parking() && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = recvmsg_parking(fd, msg, flags) {
             return r;
         }
@@ -368,7 +368,7 @@ pub unsafe extern "C" fn recvmmsg(
     flags: c_int,
     timeout: *mut timespec,
 ) -> c_int {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 && !vec.is_null() && vlen > 0 {
+    if parking() && flags & libc::MSG_DONTWAIT == 0 && !vec.is_null() && vlen > 0 {
         if let Some(r) = recvmmsg_parking(fd, vec, vlen, flags, timeout) {
             return r;
         }
@@ -379,7 +379,7 @@ pub unsafe extern "C" fn recvmmsg(
 
 #[no_mangle]
 pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+    if parking() && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = send_parking(fd, buf, n, flags, std::ptr::null(), 0) {
             return r;
         }
@@ -397,7 +397,7 @@ pub unsafe extern "C" fn sendto(
     addr: *const sockaddr,
     alen: socklen_t,
 ) -> ssize_t {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 {
+    if parking() && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = send_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
@@ -408,7 +408,7 @@ pub unsafe extern "C" fn sendto(
 
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
+    if parking() && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = sendmsg_parking(fd, msg, flags) {
             return r;
         }
@@ -424,7 +424,7 @@ pub unsafe extern "C" fn sendmmsg(
     vlen: c_uint,
     flags: c_int,
 ) -> c_int {
-    if in_coroutine() && flags & libc::MSG_DONTWAIT == 0 && !vec.is_null() && vlen > 0 {
+    if parking() && flags & libc::MSG_DONTWAIT == 0 && !vec.is_null() && vlen > 0 {
         if let Some(r) = sendmmsg_parking(fd, vec, vlen, flags) {
             return r;
         }

@@ -23,7 +23,7 @@ use std::ffi::{c_int, c_uint};
 use libc::{timespec, useconds_t};
 
 use crate::sched::signals::Interruptible;
-use crate::sched::{current, in_coroutine, park_cancelable, token, yield_now};
+use crate::sched::{current, park_cancelable, parking, token, yield_now};
 use crate::sys::{now_ns, ns_timespec, real, set_errno, timespec_ns};
 
 /// How a sleep ended.
@@ -70,7 +70,7 @@ pub(crate) fn valid_timespec(ts: &timespec) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int {
-    if !in_coroutine() || req.is_null() {
+    if !parking() || req.is_null() {
         // SAFETY: the caller's nanosleep contract (NULL gives EFAULT there).
         return unsafe { real::nanosleep(req, rem) };
     }
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn nanosleep(req: *const timespec, rem: *mut timespec) -> 
 
 #[no_mangle]
 pub unsafe extern "C" fn usleep(us: useconds_t) -> c_int {
-    if !in_coroutine() {
+    if !parking() {
         // SAFETY: plain integer.
         return unsafe { real::usleep(us) };
     }
@@ -118,7 +118,7 @@ pub unsafe extern "C" fn usleep(us: useconds_t) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn sleep(s: c_uint) -> c_uint {
-    if !in_coroutine() {
+    if !parking() {
         // SAFETY: plain integer.
         return unsafe { real::sleep(s) };
     }
@@ -145,7 +145,7 @@ pub unsafe extern "C" fn clock_nanosleep(
         clock,
         libc::CLOCK_MONOTONIC | libc::CLOCK_REALTIME | libc::CLOCK_BOOTTIME | libc::CLOCK_TAI
     );
-    if !in_coroutine() || req.is_null() || !parkable {
+    if !parking() || req.is_null() || !parkable {
         // SAFETY: the caller's clock_nanosleep contract.
         return unsafe { real::clock_nanosleep(clock, flags, req, rem) };
     }

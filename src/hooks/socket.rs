@@ -39,7 +39,7 @@ use super::{
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::signals::Interruptible;
-use crate::sched::{in_coroutine, park_until_ready, FdWait};
+use crate::sched::{park_until_ready, parking, FdWait};
 use crate::sys::{errno, now_ns, real, set_errno};
 
 /// Records what a new socket fd is: kind socket, the program's
@@ -134,7 +134,7 @@ pub unsafe extern "C" fn accept4(
     len: *mut socklen_t,
     flags: c_int,
 ) -> c_int {
-    let r = match in_coroutine()
+    let r = match parking()
         .then(|| accept_parking(fd, addr, len, flags))
         .flatten()
     {
@@ -354,7 +354,7 @@ fn connect_parking(fd: c_int, addr: *const sockaddr, len: socklen_t) -> Option<c
 
 #[no_mangle]
 pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
-    if in_coroutine() {
+    if parking() {
         if let Some(r) = connect_parking(fd, addr, len) {
             return r;
         }

@@ -1,7 +1,8 @@
 //! The blocking pool: calls that cannot be made non-blocking run on helper
 //! threads while the coroutine parks (the analogue of Go's syscall hand-off).
 //!
-//! Regular-file I/O that misses the page cache, `open` and `stat` by path,
+//! Regular-file I/O that misses the page cache, `open` and `stat` by path
+//! that miss the dentry cache (`hooks::cached` answers the rest inline),
 //! `fsync`, and name resolution (`getaddrinfo`...) block in the kernel or in
 //! libc with no readiness to wait for. Made on a worker, they would hold every
 //! coroutine of that worker. `run_blocking(f)` queues `f` (FIFO) for a pool
@@ -9,6 +10,19 @@
 //! the real `pthread_create`, and parks the calling coroutine until a helper
 //! has run it. Hooks run on helper threads as passthroughs (no coroutine
 //! there), so `f` makes the real blocking call.
+//!
+//! When the caller is the process's only live coroutine (a program that
+//! never made a thread, a forked child serving one connection) nothing
+//! could run on its worker meanwhile: `f` runs inline, as natively, and no
+//! helper thread is ever started for it.
+//!
+//! A hand-off costs what two wake-ups cost and nothing more: each idle
+//! helper sleeps on a futex word of its own (`ThreadParker`), listed in
+//! the pool's state, so queueing a job wakes exactly one sleeping helper
+//! (one FUTEX_WAKE) and none when every helper is busy (a busy helper takes
+//! the next job before it sleeps); the helper that finishes a job wakes
+//! the coroutine through its worker's queue (an eventfd write only if that
+//! worker sleeps). A job is counted (`jobs()`, CORUN_STATS).
 //!
 //! Never deadlocking when full: a helper can block for ever on something
 //! only another queued job would release (opening a FIFO whose writer's
@@ -24,10 +38,10 @@
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
 use super::fdtable::lock;
-use super::waiter::Waiter;
+use super::waiter::{ThreadParker, Waiter};
 use super::{in_coroutine, park, runtime};
 
 const QUEUED: u8 = 0;
@@ -63,20 +77,29 @@ impl Job {
     }
 }
 
+/// What the pool's lock protects.
+struct State {
+    queue: VecDeque<Arc<Job>>,
+    /// Helpers asleep, each on its own parker; a new job wakes one.
+    idle: Vec<Arc<ThreadParker>>,
+}
+
 struct Pool {
-    queue: Mutex<VecDeque<Arc<Job>>>,
-    ready: Condvar,
+    state: Mutex<State>,
     threads: AtomicUsize,
-    idle: AtomicUsize,
     completed: AtomicU64,
+    /// Jobs handed to the pool (not those run inline).
+    jobs: AtomicU64,
 }
 
 static POOL: Pool = Pool {
-    queue: Mutex::new(VecDeque::new()),
-    ready: Condvar::new(),
+    state: Mutex::new(State {
+        queue: VecDeque::new(),
+        idle: Vec::new(),
+    }),
     threads: AtomicUsize::new(0),
-    idle: AtomicUsize::new(0),
     completed: AtomicU64::new(0),
+    jobs: AtomicU64::new(0),
 };
 
 fn max_threads() -> usize {
@@ -84,20 +107,26 @@ fn max_threads() -> usize {
 }
 
 /// In a forked child: the helpers do not exist there. Queued jobs belong to
-/// the parent's coroutines and are dropped. If a helper held the queue lock
-/// at the fork, the lock can never be taken again: the pool is then off in
-/// this process and calls run inline.
+/// the parent's coroutines and are dropped, and so are the parkers of the
+/// parent's idle helpers. If a helper held the pool's lock at the fork, the
+/// lock can never be taken again: the pool is then off in this process and
+/// calls run inline.
 pub fn reset_after_fork() {
-    match POOL.queue.try_lock() {
-        Ok(mut q) => {
-            for j in q.drain(..) {
+    if POOL.jobs.load(Ordering::Relaxed) == 0 {
+        return; // never used: nothing to forget (and no page to copy)
+    }
+    match POOL.state.try_lock() {
+        Ok(mut st) => {
+            for j in st.queue.drain(..) {
                 std::mem::forget(j);
+            }
+            for p in st.idle.drain(..) {
+                std::mem::forget(p);
             }
         }
         Err(_) => BROKEN.store(true, Ordering::Relaxed),
     }
     POOL.threads.store(0, Ordering::Relaxed);
-    POOL.idle.store(0, Ordering::Relaxed);
 }
 
 static BROKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -107,18 +136,43 @@ pub fn threads() -> usize {
     POOL.threads.load(Ordering::Relaxed)
 }
 
+/// Jobs handed to helper threads so far.
+pub fn jobs() -> u64 {
+    POOL.jobs.load(Ordering::Relaxed)
+}
+
+/// Calls that could have gone to the pool, answered inline from the
+/// kernel's caches (`hooks::cached`).
+static INLINE: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one call answered inline from the caches.
+#[inline]
+pub fn note_inline() {
+    INLINE.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Calls answered inline from the caches so far.
+pub fn inline_answers() -> u64 {
+    INLINE.load(Ordering::Relaxed)
+}
+
 fn helper_main() {
+    let me = ThreadParker::new();
     loop {
         let job = {
-            let mut q = lock(&POOL.queue);
-            loop {
-                if let Some(j) = q.pop_front() {
-                    break j;
+            let mut st = lock(&POOL.state);
+            match st.queue.pop_front() {
+                Some(j) => Some(j),
+                None => {
+                    st.idle.push(me.clone());
+                    None
                 }
-                POOL.idle.fetch_add(1, Ordering::AcqRel);
-                q = POOL.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-                POOL.idle.fetch_sub(1, Ordering::AcqRel);
             }
+        };
+        let Some(job) = job else {
+            // Whoever takes our parker off the idle list unparks it.
+            me.park(None);
+            continue;
         };
         if let Some(f) = job.claim(RUNNING) {
             f();
@@ -148,7 +202,7 @@ fn start_helper() -> bool {
 /// calling thread; outside a coroutine (or if no helper can start) runs it
 /// inline.
 pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
-    if !in_coroutine() || BROKEN.load(Ordering::Relaxed) {
+    if !in_coroutine() || BROKEN.load(Ordering::Relaxed) || super::alone() {
         return f();
     }
     let mut out: Option<(R, i32)> = None;
@@ -168,18 +222,29 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
         func: UnsafeCell::new(Some(body)),
         waiter: Mutex::new(None),
     });
-    {
-        let mut q = lock(&POOL.queue);
-        q.push_back(job.clone());
-        let threads = POOL.threads.load(Ordering::Acquire);
-        if POOL.idle.load(Ordering::Acquire) < q.len() && threads < max_threads() {
-            POOL.threads.fetch_add(1, Ordering::AcqRel);
-            if !start_helper() {
-                POOL.threads.fetch_sub(1, Ordering::AcqRel);
+    POOL.jobs.fetch_add(1, Ordering::Relaxed);
+    let (sleeper, start) = {
+        let mut st = lock(&POOL.state);
+        st.queue.push_back(job.clone());
+        match st.idle.pop() {
+            Some(p) => (Some(p), false),
+            None => {
+                // Every helper is busy: one more, up to the limit (the
+                // count is taken under the lock, so it is exact).
+                let more = POOL.threads.load(Ordering::Acquire) < max_threads();
+                if more {
+                    POOL.threads.fetch_add(1, Ordering::AcqRel);
+                }
+                (None, more)
             }
         }
+    };
+    if let Some(p) = sleeper {
+        p.unpark();
     }
-    POOL.ready.notify_one();
+    if start && !start_helper() {
+        POOL.threads.fetch_sub(1, Ordering::AcqRel);
+    }
     if POOL.threads.load(Ordering::Acquire) == 0 {
         if let Some(f) = job.claim(WITHDRAWN) {
             f();

@@ -22,8 +22,10 @@ use std::sync::Mutex;
 
 use super::waiter::Waiter;
 
-pub const CHUNK: usize = 1024;
-const CHUNKS: usize = 1024;
+/// Entries per chunk: small, so that a forked child that touches one fd
+/// rebuilds little (`rebuild_after_fork`).
+pub const CHUNK: usize = 64;
+const CHUNKS: usize = 16384;
 /// fds at or above this are not tracked; hooks pass them through.
 pub const MAX_FD: usize = CHUNK * CHUNKS;
 
@@ -217,6 +219,16 @@ impl FdEntry {
         }
     }
 
+    /// Forgets what the hooks learned (the waiters and registration are
+    /// left alone: in an inherited chunk they are the parent's).
+    fn forget_learned(&self) {
+        self.kind.store(KIND_UNKNOWN, Ordering::Relaxed);
+        self.nonblock.store(0, Ordering::Relaxed);
+        self.rcv_timeo.store(0, Ordering::Relaxed);
+        self.snd_timeo.store(0, Ordering::Relaxed);
+        self.shared.store(false, Ordering::Relaxed);
+    }
+
     /// Copies what the hooks learned from `other` (dup: the new fd shares
     /// the open file description).
     pub fn copy_from(&self, other: &FdEntry) {
@@ -239,6 +251,15 @@ pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 static TABLE: [AtomicPtr<FdEntry>; CHUNKS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
 
+/// In a forked child: the parent's chunk for each slot that the child has
+/// not rebuilt yet (`rebuild_after_fork`), read when it is rebuilt.
+static INHERITED: [AtomicPtr<FdEntry>; CHUNKS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
+
+/// Which slots of TABLE or INHERITED hold a chunk (one bit each), so that a
+/// fork does not scan every slot.
+static USED: [AtomicU64; CHUNKS / 64] = [const { AtomicU64::new(0) }; CHUNKS / 64];
+
 /// The entry for `fd`, allocating its chunk on first use; None for fds
 /// outside the table.
 #[inline]
@@ -255,27 +276,74 @@ pub fn get(fd: i32) -> Option<&'static FdEntry> {
     Some(unsafe { &*p.add(i) })
 }
 
-/// The entry for `fd` if its chunk exists (no allocation).
+/// The entry for `fd` if its chunk exists (no allocation, except to
+/// rebuild a chunk a forked child inherited).
 #[inline]
 pub fn peek(fd: i32) -> Option<&'static FdEntry> {
     if fd < 0 || fd as usize >= MAX_FD {
         return None;
     }
     let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
-    let p = TABLE[c].load(Ordering::Acquire);
+    let mut p = TABLE[c].load(Ordering::Acquire);
     if p.is_null() {
-        return None;
+        if INHERITED[c].load(Ordering::Acquire).is_null() {
+            return None;
+        }
+        p = alloc_chunk(c);
     }
     // SAFETY: as in `get`.
     Some(unsafe { &*p.add(i) })
 }
 
+/// Whether `fd` is one of corun's own (epoll, eventfd): read where the
+/// entry is, without rebuilding an inherited chunk (every `close` asks).
+pub fn is_runtime(fd: i32) -> bool {
+    if fd < 0 || fd as usize >= MAX_FD {
+        return false;
+    }
+    let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
+    let mut p = TABLE[c].load(Ordering::Acquire);
+    if p.is_null() {
+        p = INHERITED[c].load(Ordering::Acquire);
+        if p.is_null() {
+            return false;
+        }
+    }
+    // SAFETY: as in `get` (an inherited chunk is never freed either).
+    unsafe { &*p.add(i) }.runtime.load(Ordering::Relaxed)
+}
+
+/// Makes chunk `c`: empty, or in a forked child rebuilt from the parent's
+/// (`rebuild_after_fork`).
 #[cold]
 fn alloc_chunk(c: usize) -> *mut FdEntry {
-    let v: Vec<FdEntry> = (0..CHUNK).map(|_| FdEntry::default()).collect();
+    let old = INHERITED[c].load(Ordering::Acquire);
+    let v: Vec<FdEntry> = (0..CHUNK)
+        .map(|i| {
+            let n = FdEntry::default();
+            if !old.is_null() {
+                // SAFETY: `old` is a chunk of CHUNK entries, never freed.
+                let o = unsafe { &*old.add(i) };
+                n.copy_from(o);
+                n.gen.store(
+                    o.gen.load(Ordering::Relaxed).wrapping_add(1),
+                    Ordering::Relaxed,
+                );
+                n.runtime
+                    .store(o.runtime.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            n
+        })
+        .collect();
     let p = Box::into_raw(v.into_boxed_slice()) as *mut FdEntry;
+    // Marked before the chunk is published: a fork between the two must
+    // not miss it.
+    USED[c / 64].fetch_or(1 << (c % 64), Ordering::AcqRel);
     match TABLE[c].compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => p,
+        Ok(_) => {
+            INHERITED[c].store(std::ptr::null_mut(), Ordering::Release);
+            p
+        }
         Err(other) => {
             // SAFETY: `p` came from Box::into_raw of a CHUNK-long slice just above
             // and was never shared.
@@ -285,39 +353,46 @@ fn alloc_chunk(c: usize) -> *mut FdEntry {
     }
 }
 
-/// In a forked child: every entry is rebuilt from what the hooks learned
-/// (atomics), without the waiter lists and epoll registrations, which
-/// belong to the parent's epoll instances and threads. The old chunks are
-/// abandoned: their mutexes may have been held by threads that do not
-/// exist in the child.
+/// In a forked child: every entry is to be rebuilt from what the hooks
+/// learned (atomics), without the waiter lists and epoll registrations,
+/// which belong to the parent's epoll instances and threads. The parent's
+/// chunks are abandoned (their mutexes may have been held by threads that
+/// do not exist in the child) and set aside: each is rebuilt when the
+/// child first uses an fd of it. A child that serves one connection and
+/// exits rebuilds one small chunk, not the table (it used to copy every
+/// chunk at once: a third of the page faults of a fork-per-connection
+/// server's children).
 pub fn rebuild_after_fork() {
-    for slot in &TABLE {
-        let old = slot.load(Ordering::Acquire);
-        if old.is_null() {
-            continue;
+    for (w, word) in USED.iter().enumerate() {
+        let mut bits = word.load(Ordering::Acquire);
+        while bits != 0 {
+            let c = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let cur = TABLE[c].load(Ordering::Acquire);
+            if !cur.is_null() {
+                // A chunk the parent used; else the parent's own
+                // inheritance (never rebuilt there) stays as it is.
+                INHERITED[c].store(cur, Ordering::Release);
+                TABLE[c].store(std::ptr::null_mut(), Ordering::Release);
+            }
         }
-        let v: Vec<FdEntry> = (0..CHUNK)
-            .map(|i| {
-                // SAFETY: `old` is a live chunk of CHUNK entries (never freed).
-                let o = unsafe { &*old.add(i) };
-                let n = FdEntry::default();
-                n.copy_from(o);
-                n.gen.store(
-                    o.gen.load(Ordering::Relaxed).wrapping_add(1),
-                    Ordering::Relaxed,
-                );
-                n.runtime
-                    .store(o.runtime.load(Ordering::Relaxed), Ordering::Relaxed);
-                n
-            })
-            .collect();
-        let p = Box::into_raw(v.into_boxed_slice()) as *mut FdEntry;
-        slot.store(p, Ordering::Release);
     }
 }
 
 /// The fd was closed (or is about to be replaced by dup2/dup3).
 pub fn forget(fd: i32) {
+    if fd >= 0 && (fd as usize) < MAX_FD {
+        let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
+        let old = INHERITED[c].load(Ordering::Acquire);
+        if TABLE[c].load(Ordering::Acquire).is_null() && !old.is_null() {
+            // A forked child closing an fd of a chunk it has not rebuilt:
+            // the rebuild will copy nothing about it (no allocation now;
+            // a child that closes its listener and exits makes none).
+            // SAFETY: `old` is a chunk of CHUNK entries, never freed.
+            unsafe { &*old.add(i) }.forget_learned();
+            return;
+        }
+    }
     if let Some(e) = peek(fd) {
         e.reset();
     }

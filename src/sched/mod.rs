@@ -42,6 +42,37 @@ pub use task::{Entry, Task, TaskRef};
 pub use waiter::{ThreadParker, Waiter};
 pub use worker::{runtime, spawn, spawn_thread};
 
+/// Whether the running coroutine is the only live one in the process (a
+/// program that never made a thread, a forked child before it makes any):
+/// then nothing else could run on its worker while it waits, and a call it
+/// makes may simply block, as natively. Counts the live tasks of every
+/// worker this process has (a forked child keeps one).
+#[inline]
+pub fn alone() -> bool {
+    let Some(rt) = runtime() else { return false };
+    let mut live = 0;
+    for w in &rt.workers {
+        if !w.dead.load(std::sync::atomic::Ordering::Relaxed) {
+            live += w.load.load(std::sync::atomic::Ordering::Relaxed);
+            if live > 1 {
+                return false;
+            }
+        }
+    }
+    live == 1
+}
+
+/// Whether an I/O hook should make its call the corun way (a
+/// non-blocking attempt, then a park): the caller is a coroutine and not
+/// the process's only one. The only coroutine makes the program's own
+/// blocking call, exactly as natively: nothing else could use its worker
+/// meanwhile, so parking would only add system calls (an event-driven
+/// program's single loop, a forked child serving one connection).
+#[inline]
+pub fn parking() -> bool {
+    in_coroutine() && !alone()
+}
+
 /// Why a join failed.
 #[derive(Debug, PartialEq, Eq)]
 pub enum JoinError {

@@ -22,7 +22,9 @@
 //! they are pinned to their thread for life.
 //!
 //! The thread starts with the first spawned coroutine (a program that never
-//! spawns pays nothing) and never touches worker-local state.
+//! spawns pays nothing) and never touches worker-local state. While the
+//! process has one live coroutine, it blocks in the program's own calls
+//! (`sched::parking`) with nobody waiting behind it: no report then.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -51,7 +53,9 @@ pub fn ensure_started(rt: &'static Runtime) {
 /// In a forked child the watchdog thread does not exist: let the next spawn
 /// start one.
 pub fn reset_after_fork() {
-    STARTED.store(false, Ordering::Relaxed);
+    if STARTED.load(Ordering::Relaxed) {
+        STARTED.store(false, Ordering::Relaxed);
+    }
 }
 
 /// Where the function at `addr` is: its name if the dynamic symbol table
@@ -99,7 +103,9 @@ fn run(rt: &'static Runtime) {
                 continue;
             }
             let held = now.saturating_sub(seen[i].2);
-            if held < stall_ns {
+            // The process's only coroutine may block its worker: it makes
+            // its calls as natively (`sched::parking`) and nothing waits.
+            if held < stall_ns || super::alone() {
                 continue;
             }
             if reported[i] != (id, sw) {

@@ -108,6 +108,9 @@ struct Local {
     /// The thread pointer of the worker's own thread (glibc's), put back
     /// after running a coroutine that has its own.
     tp: Cell<usize>,
+    /// In a forked child: `epoll` and the eventfd are the parent's until
+    /// `renewed` makes new ones.
+    stale: Cell<bool>,
     /// Monotonic time read at the last poll: switches stamp `running_since`
     /// with it instead of reading the clock each time (a vDSO clock read
     /// was 20% of a yield round trip).
@@ -231,6 +234,7 @@ impl Worker {
                 epoll: Cell::new(epoll),
                 tick: Cell::new(0),
                 tp: Cell::new(0),
+                stale: Cell::new(false),
                 clock: Cell::new(crate::sys::now_ns()),
             },
         });
@@ -265,7 +269,48 @@ impl Worker {
 
     /// The epoll instance fds are registered with by tasks of this worker.
     pub(super) fn epoll(&self) -> Epoll {
+        self.renewed();
         self.local.epoll.get()
+    }
+
+    /// In a forked child, before the first use of the worker's epoll: a new
+    /// epoll instance and eventfd (the inherited ones are the parent's).
+    #[inline]
+    fn renewed(&self) {
+        if self.local.stale.get() {
+            self.renew();
+        }
+    }
+
+    #[cold]
+    fn renew(&self) {
+        let made = (|| -> std::io::Result<Epoll> {
+            let epoll = Epoll::new()?;
+            self.wake.renew()?;
+            epoll
+                .register(self.wake.fd(), WAKE_KEY)
+                .map_err(std::io::Error::from_raw_os_error)?;
+            Ok(epoll)
+        })();
+        let epoll = match made {
+            Ok(e) => e,
+            Err(e) => {
+                crate::sys::raw_stderr(
+                    format!("corun: forked child cannot rebuild its scheduler: {e}\n").as_bytes(),
+                );
+                // SAFETY: ending the child; its state would be shared with the parent.
+                unsafe { libc::_exit(127) };
+            }
+        };
+        for fd in [epoll.fd(), self.wake.fd()] {
+            if let Some(e) = fdtable::get(fd) {
+                e.runtime.store(true, Ordering::Relaxed);
+            }
+        }
+        // The parent's epoll fd stays open in the child (closing it would
+        // not affect the parent, but it is simply no longer used).
+        self.local.epoll.set(epoll);
+        self.local.stale.set(false);
     }
 
     pub(super) fn timers(&self) -> &RefCell<Timers<Waiter>> {
@@ -353,20 +398,12 @@ impl Worker {
     /// belongs to the parent's world and is dropped (leaked, never run: a
     /// suspended coroutine cannot be unwound), as the other threads of a
     /// forked process do not exist in the child.
+    ///
+    /// The new epoll and eventfd are made when first needed (`renewed`): a
+    /// child whose only coroutine makes its calls as natively never waits
+    /// on them, and pays none of it.
     pub(super) fn reset_after_fork(&'static self) -> std::io::Result<()> {
-        let epoll = Epoll::new()?;
-        self.wake.renew()?;
-        epoll
-            .register(self.wake.fd(), WAKE_KEY)
-            .map_err(std::io::Error::from_raw_os_error)?;
-        for fd in [epoll.fd(), self.wake.fd()] {
-            if let Some(e) = fdtable::get(fd) {
-                e.runtime.store(true, Ordering::Relaxed);
-            }
-        }
-        // The parent's epoll fd stays open in the child (closing it would
-        // not affect the parent, but it is simply no longer used).
-        self.local.epoll.set(epoll);
+        self.local.stale.set(true);
         let drop_all = |t: TaskRef| std::mem::forget(t);
         while let Some(t) = self.local.run_queue.borrow_mut().pop() {
             drop_all(t);
@@ -583,6 +620,7 @@ impl Worker {
     /// Processes netpoller events and expired timers; blocks up to the next
     /// timer when `block` is set.
     fn poll(&'static self, rt: &Runtime, block: bool) {
+        self.renewed();
         let now = crate::sys::now_ns();
         self.local.clock.set(now);
         let mut timeout = Some(0);
@@ -969,6 +1007,11 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static Runtime>
                     "  tasks created: {}; blocking-pool threads: {}\n",
                     super::task::created(),
                     super::blocking::threads()
+                ));
+                out.push_str(&format!(
+                    "  blocking-pool jobs: {}; path calls answered from the kernel's caches: {}\n",
+                    super::blocking::jobs(),
+                    super::blocking::inline_answers()
                 ));
                 crate::sys::raw_stderr(out.as_bytes());
             }

@@ -111,10 +111,18 @@ pub fn available_cpus() -> usize {
     1
 }
 
+/// Where runtime fds go at most: the kernel's fd table grows to the
+/// highest fd open, and every `fork` copies it (an fd near 20,000 made each
+/// fork of a fork-per-connection server ~150 us slower; near 4,000, the
+/// copy was still 7% of such a server's time). Below 1,024 they also stay
+/// where `select` can see fds, as natively.
+const FD_CEILING: u64 = 1024;
+
 /// Moves a runtime fd out of the low numbers a program expects to get
 /// (a program that prints or assumes its first socket is fd 3 must see the
 /// same numbers under corun): duplicated close-on-exec to the top of the
-/// soft RLIMIT_NOFILE range, the original closed. Falls back to `fd`.
+/// soft RLIMIT_NOFILE range, or just below `FD_CEILING` if that is lower,
+/// the original closed. Falls back to `fd`.
 pub fn move_fd_high(fd: i32) -> i32 {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
@@ -122,7 +130,7 @@ pub fn move_fd_high(fd: i32) -> i32 {
     };
     // SAFETY: `rl` is a valid out-pointer.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
-    let soft = rl.rlim_cur.min(1 << 20) as i64;
+    let soft = rl.rlim_cur.min(FD_CEILING) as i64;
     let base = (soft - 64).max(fd as i64 + 1);
     if base >= soft {
         return fd;

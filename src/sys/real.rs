@@ -50,19 +50,45 @@ pub fn resolve_into(slot: &AtomicPtr<c_void>, name: &CStr) -> *mut c_void {
 
 /// Declares `pub unsafe fn NAME(args) -> ret` calling the next definition of
 /// NAME. A family of hooks with real functions of its own may declare them
-/// in its own module with `crate::sys::real::real_fns! { ... }`.
+/// in its own module with `crate::sys::real::real_fns! { ... }` (once per
+/// module). Each invocation also makes `resolve_all()`, which looks every
+/// one of its names up now: a process about to fork does it once, so that
+/// its children do not each repeat the lookups (`dlsym` was a third of the
+/// page faults of a fork-per-connection server's children).
 macro_rules! real_fns {
     ($( fn $name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty ; )*) => {
+        /// Where each real function is kept once resolved.
+        #[allow(non_upper_case_globals)]
+        mod __slots {
+            $(
+                pub static $name: std::sync::atomic::AtomicPtr<std::ffi::c_void> =
+                    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+            )*
+        }
+
+        /// Resolves every function of this table that is not yet (one
+        /// this libc lacks stays unresolved: its first call reports it).
+        #[allow(dead_code)]
+        pub fn resolve_all() {
+            $(
+                if __slots::$name.load(std::sync::atomic::Ordering::Acquire).is_null() {
+                    // SAFETY: the literal is NUL-terminated and has no interior NUL.
+                    let name = unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) };
+                    if let Some(p) = $crate::sys::real::resolve(name) {
+                        __slots::$name.store(p, std::sync::atomic::Ordering::Release);
+                    }
+                }
+            )*
+        }
+
         $(
             #[inline]
             #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
             pub unsafe fn $name($($arg: $ty),*) -> $ret {
-                static SLOT: std::sync::atomic::AtomicPtr<std::ffi::c_void> =
-                    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
-                let mut p = SLOT.load(std::sync::atomic::Ordering::Acquire);
+                let mut p = __slots::$name.load(std::sync::atomic::Ordering::Acquire);
                 if p.is_null() {
                     p = $crate::sys::real::resolve_into(
-                        &SLOT,
+                        &__slots::$name,
                         // SAFETY: the literal is NUL-terminated and has no interior NUL.
                         unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
                     );

@@ -465,6 +465,15 @@ pub fn wake_parked(addr: usize, n: usize, bits: u32) -> usize {
 /// theirs may run), and nobody sleeps any more. A bucket some other thread
 /// of the parent held at the fork stays as it is (that thread is gone).
 pub fn after_fork_child() {
+    // No coroutine was queued at the fork: every bucket is empty, and
+    // visiting them would only fault their pages in (a forked child pays
+    // for what it uses).
+    if PARKED.load(Ordering::SeqCst) == 0 {
+        if KERNEL_SLEEPERS.load(Ordering::SeqCst) != 0 {
+            KERNEL_SLEEPERS.store(0, Ordering::SeqCst);
+        }
+        return;
+    }
     for b in LOT.iter() {
         // A bucket locked at the fork by another thread would stay locked.
         b.unlock_after_fork(Vec::new);
