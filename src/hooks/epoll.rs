@@ -25,7 +25,7 @@ use std::ffi::c_int;
 use libc::{epoll_event, sigset_t, timespec};
 
 use super::fdctl::note_new_fd;
-use super::poll::with_wait_mask;
+use super::poll::{parking_with, with_wait_mask};
 use crate::sched::fdtable::{self, Dir, KIND_OTHER};
 use crate::sched::{park_until_ready, parking, FdWait};
 use crate::sys::{now_ns, real, set_errno};
@@ -116,7 +116,7 @@ pub unsafe extern "C" fn epoll_pwait(
     timeout: c_int,
     mask: *const sigset_t,
 ) -> c_int {
-    if parking() && timeout != 0 {
+    if parking_with(mask) && timeout != 0 {
         let deadline = super::poll::deadline_ms(timeout);
         if let Some(r) = epoll_parking(epfd, ev, max, deadline, mask) {
             return r;
@@ -134,7 +134,7 @@ pub unsafe extern "C" fn epoll_pwait2(
     ts: *const timespec,
     mask: *const sigset_t,
 ) -> c_int {
-    if parking() {
+    if parking_with(mask) {
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {

@@ -220,6 +220,19 @@ pub unsafe extern "C" fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_
     unsafe { real::poll(fds, n, timeout) }
 }
 
+/// Whether a call with a signal mask argument (ppoll, pselect,
+/// epoll_pwait) should park: always in a coroutine when there is a mask,
+/// even the process's only one. Its mask must be applied the corun way: the
+/// kernel would apply it to the worker thread, while delivery follows the
+/// coroutine's own mask, which the call changes for its duration.
+pub(crate) fn parking_with(mask: *const sigset_t) -> bool {
+    if mask.is_null() {
+        parking()
+    } else {
+        crate::sched::in_coroutine()
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn ppoll(
     fds: *mut pollfd,
@@ -227,7 +240,7 @@ pub unsafe extern "C" fn ppoll(
     ts: *const timespec,
     mask: *const sigset_t,
 ) -> c_int {
-    if parking() {
+    if parking_with(mask) {
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {
@@ -434,7 +447,7 @@ pub unsafe extern "C" fn pselect(
     ts: *const timespec,
     mask: *const sigset_t,
 ) -> c_int {
-    if parking() && nfds >= 0 {
+    if parking_with(mask) && nfds >= 0 {
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {

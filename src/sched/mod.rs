@@ -68,9 +68,21 @@ pub fn alone() -> bool {
 /// blocking call, exactly as natively: nothing else could use its worker
 /// meanwhile, so parking would only add system calls (an event-driven
 /// program's single loop, a forked child serving one connection).
+/// A coroutine running under a cancel token parks all the same: a
+/// blocking call could not be cut short by the token.
 #[inline]
 pub fn parking() -> bool {
-    in_coroutine() && !alone()
+    in_coroutine() && (!alone() || under_token())
+}
+
+/// Whether the running coroutine has a cancel token (C API).
+fn under_token() -> bool {
+    current().is_some_and(|t| {
+        let tok = t.ident.token.take();
+        let has = tok.is_some();
+        t.ident.token.set(tok);
+        has
+    })
 }
 
 /// Why a join failed.
