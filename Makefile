@@ -14,6 +14,9 @@ CARGO   ?= cargo
 CC      ?= gcc
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
+CXX     ?= g++
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++20 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude
 # -rdynamic: function names reach the dynamic symbol table, so corun's
 # watchdog can name the function a stalled coroutine was started with.
 LDFLAGS += -rdynamic
