@@ -24,13 +24,17 @@
 //! the coroutine through its worker's queue (an eventfd write only if that
 //! worker sleeps). A job is counted (`jobs()`, CORUN_STATS).
 //!
-//! Never deadlocking when full: a helper can block for ever on something
-//! only another queued job would release (opening a FIFO whose writer's
-//! `open` waits behind it). So the waiting coroutine wakes every `GRACE` and,
-//! if its job has not started and the pool finished nothing meanwhile,
-//! withdraws the job (a compare-and-swap decides between it and a helper) and
-//! makes the call inline on its worker, as it would without corun. Bounded
-//! threads, FIFO, and progress whatever the jobs do.
+//! Growing when every helper is stuck: a helper can block for a long time
+//! (a slow DNS server) or for ever on something only another queued job
+//! would release (opening a FIFO whose writer's `open` waits behind it).
+//! So the waiting coroutine wakes every `GRACE` and, if its job has not
+//! started and the pool finished nothing meanwhile, starts one more helper
+//! beyond `CORUN_BLOCKING_THREADS`, up to `HARD_MAX`; helpers beyond the
+//! configured number retire after `IDLE_RETIRE_NS` without work. Only when
+//! no helper can be started does it withdraw the job (a compare-and-swap
+//! decides between it and a helper) and make the call inline on its
+//! worker, as it would without corun: before, 16 slow lookups made every
+//! further one run inline and freeze its worker's other coroutines.
 //!
 //! `f` may borrow from the caller's stack: the caller does not return before
 //! the job is done or withdrawn before it started.
@@ -51,6 +55,10 @@ const WITHDRAWN: u8 = 3;
 
 /// How long a queued job waits before checking that the pool progresses.
 const GRACE_NS: u64 = 50_000_000;
+/// Helpers the pool may grow to when every one is stuck.
+const HARD_MAX: usize = 1024;
+/// A helper beyond the configured number retires after this long idle.
+const IDLE_RETIRE_NS: u64 = 10_000_000_000;
 
 type Func = Box<dyn FnOnce() + Send + 'static>;
 
@@ -170,8 +178,13 @@ fn helper_main() {
             }
         };
         let Some(job) = job else {
-            // Whoever takes our parker off the idle list unparks it.
-            me.park(None);
+            // Whoever takes our parker off the idle list unparks it. A
+            // helper beyond the configured number retires when idle long.
+            let extra = POOL.threads.load(Ordering::Acquire) > max_threads();
+            let deadline = extra.then(|| crate::sys::now_ns() + IDLE_RETIRE_NS);
+            if !me.park(deadline) && retire(&me) {
+                return;
+            }
             continue;
         };
         if let Some(f) = job.claim(RUNNING) {
@@ -187,6 +200,32 @@ fn helper_main() {
             }
         }
     }
+}
+
+/// An idle helper past its time leaves, unless a job already took it off
+/// the idle list (then it has been or will be unparked: it stays).
+fn retire(me: &Arc<ThreadParker>) -> bool {
+    let mut st = lock(&POOL.state);
+    let Some(i) = st.idle.iter().position(|p| Arc::ptr_eq(p, me)) else {
+        return false;
+    };
+    if POOL.threads.load(Ordering::Acquire) <= max_threads() {
+        return false;
+    }
+    st.idle.swap_remove(i);
+    POOL.threads.fetch_sub(1, Ordering::AcqRel);
+    true
+}
+
+/// One more helper beyond the configured number (every one is stuck), up
+/// to HARD_MAX; false if none could be started.
+fn grow() -> bool {
+    let n = POOL.threads.fetch_add(1, Ordering::AcqRel);
+    if n >= HARD_MAX || !start_helper() {
+        POOL.threads.fetch_sub(1, Ordering::AcqRel);
+        return false;
+    }
+    true
 }
 
 fn start_helper() -> bool {
@@ -280,9 +319,10 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
             DONE => break,
             QUEUED => {
                 let done_now = POOL.completed.load(Ordering::Acquire);
-                if done_now == seen_completed {
-                    // The pool made no progress for a whole grace period:
-                    // make the call here rather than risk waiting for ever.
+                if done_now == seen_completed && !grow() {
+                    // The pool made no progress for a whole grace period
+                    // and cannot grow: make the call here rather than risk
+                    // waiting for ever.
                     if let Some(f) = job.claim(WITHDRAWN) {
                         f();
                         break;
