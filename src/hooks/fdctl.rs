@@ -71,8 +71,13 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         return -1;
     }
     fdtable::forget(fd);
+    let gen = fdtable::generation(fd);
     // SAFETY: plain integer.
-    unsafe { real::close(fd) }
+    let r = unsafe { real::close(fd) };
+    let e = crate::sys::errno();
+    fdtable::forget_after_close(fd, gen);
+    crate::sys::set_errno(e);
+    r
 }
 
 #[no_mangle]

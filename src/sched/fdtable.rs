@@ -398,6 +398,25 @@ pub fn forget(fd: i32) {
     }
 }
 
+/// `close` is `forget`, the real close, then this: a waiter that took its
+/// snapshot after `forget` (so saw the new generation) and registered
+/// before the real close is never woken by the kernel (closing the last
+/// reference drops the fd from epoll silently). So wake whoever waits on
+/// the number again, unless a new file of that number was made through
+/// corun since (its creation moved the generation past `gen`).
+pub fn forget_after_close(fd: i32, gen: u32) {
+    if let Some(e) = peek(fd) {
+        if e.gen.load(Ordering::Acquire) == gen {
+            e.reset();
+        }
+    }
+}
+
+/// The generation of `fd`'s entry now (0 when it has none).
+pub fn generation(fd: i32) -> u32 {
+    peek(fd).map_or(0, |e| e.gen.load(Ordering::Acquire))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
