@@ -1,0 +1,307 @@
+//! Everything else that takes a `pthread_t`: names, attributes,
+//! affinity, scheduling, `pthread_kill`, `pthread_sigqueue`, `raise`.
+
+use super::*;
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setname_np(t: pthread_t, name: *const c_char) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_setname_np(t, name) };
+    };
+    if name.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: a NUL-terminated string by the caller's contract.
+    let s = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+    if s.len() >= NAME_LEN {
+        return libc::ERANGE;
+    }
+    let Some(rec) = rec_of(id) else {
+        return libc::ESRCH;
+    };
+    let mut n = lock(&rec.name);
+    n.fill(0);
+    n[..s.len()].copy_from_slice(s);
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getname_np(t: pthread_t, buf: *mut c_char, len: size_t) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_getname_np(t, buf, len) };
+    };
+    if len < NAME_LEN {
+        return libc::ERANGE;
+    }
+    let Some(rec) = rec_of(id) else {
+        return libc::ESRCH;
+    };
+    let n = *lock(&rec.name);
+    // SAFETY: `buf` has room for `len` >= 16 bytes (caller's contract).
+    unsafe { std::ptr::copy_nonoverlapping(n.as_ptr(), buf as *mut u8, NAME_LEN) };
+    0
+}
+
+/// The coroutine behind `id` exists (and has not finished its work).
+pub(super) fn alive(id: u64) -> Option<TaskRef> {
+    if id == current_id() {
+        return current_ref();
+    }
+    let (task, rec) = lookup(id)?;
+    (rec.finished.load(Ordering::Acquire) == 0).then_some(task)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getattr_np(t: pthread_t, attr: *mut pthread_attr_t) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_getattr_np(t, attr) };
+    };
+    let Some(task) = alive(id) else {
+        return libc::ESRCH;
+    };
+    let detached = rec_of(id).is_some_and(|r| lock(&r.state).detached);
+    // SAFETY: `attr` is writable storage for an attribute object.
+    unsafe {
+        libc::pthread_attr_init(attr);
+        libc::pthread_attr_setdetachstate(
+            attr,
+            if detached {
+                libc::PTHREAD_CREATE_DETACHED
+            } else {
+                libc::PTHREAD_CREATE_JOINABLE
+            },
+        );
+        libc::pthread_attr_setguardsize(attr, crate::sys::page_size());
+        match (id == current_id()).then(sched::current_stack).flatten() {
+            Some((lo, hi)) => {
+                pthread_attr_setstack(attr, lo as *mut c_void, hi - lo);
+            }
+            None => {
+                libc::pthread_attr_setstacksize(attr, task.stack_size);
+            }
+        }
+    }
+    0
+}
+
+/// The kernel thread a coroutine runs on (its home worker), for signals.
+pub(super) fn worker_tid(task: &TaskRef) -> i32 {
+    let rt = match sched::runtime() {
+        Some(r) => r,
+        None => return crate::sys::gettid(),
+    };
+    let w = rt
+        .workers
+        .get(task.home())
+        .copied()
+        .unwrap_or(rt.workers[0]);
+    match w.tid.load(Ordering::Relaxed) {
+        0 => crate::sys::gettid(),
+        tid => tid,
+    }
+}
+
+/// A signal for coroutine `task` (`pthread_kill`, `pthread_sigqueue`),
+/// with the siginfo the kernel would give. A signal the program handles,
+/// or one the thread blocks, is pending at that coroutine (its handler
+/// runs there); one left at its default action, which the thread does not
+/// block, goes to the thread the coroutine runs on, where the kernel acts
+/// for the whole process (terminate, stop, ignore), as natively.
+pub(super) fn send_to_coroutine(task: &TaskRef, sig: c_int, info: &sched::siginfo::Info) -> c_int {
+    if !(1..=64).contains(&sig) {
+        return libc::EINVAL;
+    }
+    let handled = crate::hooks::sigdeliver::HANDLER[sig as usize].load(Ordering::Acquire) != 0;
+    let blocked = task.ident.sigmask.load(Ordering::SeqCst) & sched::sigmask::bit(sig) != 0;
+    if handled || blocked {
+        sched::signals::send_to_task(task, sig, info);
+        return 0;
+    }
+    // SAFETY: rt_tgsigqueueinfo with a siginfo buffer of the kernel's size
+    // (negative codes may be sent to our own threads), else tgkill.
+    let r = unsafe {
+        if sched::siginfo::code(info) == libc::SI_TKILL {
+            libc::syscall(libc::SYS_tgkill, libc::getpid(), worker_tid(task), sig)
+        } else {
+            libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                libc::getpid(),
+                worker_tid(task),
+                sig,
+                info.as_ptr(),
+            )
+        }
+    };
+    if r < 0 {
+        crate::sys::errno()
+    } else {
+        0
+    }
+}
+
+/// The siginfo of a signal this process sends: signo, code, pid, uid,
+/// value (the kernel's layout).
+pub(super) fn own_siginfo(sig: c_int, code: c_int, value: usize) -> sched::siginfo::Info {
+    let mut info = [0u64; sched::siginfo::WORDS];
+    // SAFETY: getpid/getuid have no preconditions.
+    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+    info[0] = sig as u32 as u64;
+    info[1] = code as u32 as u64;
+    info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
+    info[3] = value as u64;
+    info
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_kill(t: pthread_t, sig: c_int) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_kill(t, sig) };
+    };
+    let Some(task) = alive(id) else {
+        return libc::ESRCH;
+    };
+    if sig == 0 {
+        return 0;
+    }
+    send_to_coroutine(&task, sig, &own_siginfo(sig, libc::SI_TKILL, 0))
+}
+
+/// `raise` in a coroutine is `pthread_kill` of itself: its handler runs
+/// before `raise` returns (in a handler, the real call: the kernel nests).
+#[no_mangle]
+pub unsafe extern "C" fn raise(sig: c_int) -> c_int {
+    if in_coroutine() && sig != 0 {
+        if let Some(task) = current_ref() {
+            return match send_to_coroutine(&task, sig, &own_siginfo(sig, libc::SI_TKILL, 0)) {
+                0 => 0,
+                e => {
+                    crate::sys::set_errno(e);
+                    -1
+                }
+            };
+        }
+    }
+    // SAFETY: plain integer.
+    unsafe { real::raise(sig) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_sigqueue(t: pthread_t, sig: c_int, val: libc::sigval) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_sigqueue(t, sig, val) };
+    };
+    let Some(task) = alive(id) else {
+        return libc::ESRCH;
+    };
+    if sig == 0 {
+        return 0;
+    }
+    let info = own_siginfo(sig, libc::SI_QUEUE, val.sival_ptr as usize);
+    send_to_coroutine(&task, sig, &info)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setaffinity_np(
+    t: pthread_t,
+    size: size_t,
+    set: *const libc::cpu_set_t,
+) -> c_int {
+    match decode(t) {
+        // A coroutine cannot be pinned: accepted, no effect (README).
+        Some(id) => alive(id).map_or(libc::ESRCH, |_| 0),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::pthread_setaffinity_np(t, size, set) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getaffinity_np(
+    t: pthread_t,
+    size: size_t,
+    set: *mut libc::cpu_set_t,
+) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_getaffinity_np(t, size, set) };
+    };
+    if alive(id).is_none() {
+        return libc::ESRCH;
+    }
+    // The process's CPUs: a coroutine may run on any worker.
+    // SAFETY: the caller's buffer of `size` bytes.
+    let r = unsafe { libc::sched_getaffinity(libc::getpid(), size, set) };
+    if r < 0 {
+        crate::sys::errno()
+    } else {
+        0
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getcpuclockid(t: pthread_t, clk: *mut clockid_t) -> c_int {
+    match decode(t) {
+        // No per-coroutine CPU clock (a documented errno of this call).
+        Some(id) => alive(id).map_or(libc::ESRCH, |_| libc::ENOENT),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::pthread_getcpuclockid(t, clk) },
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_getschedparam(
+    t: pthread_t,
+    policy: *mut c_int,
+    p: *mut libc::sched_param,
+) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_getschedparam(t, policy, p) };
+    };
+    if alive(id).is_none() {
+        return libc::ESRCH;
+    }
+    // SAFETY: writable out-pointers by the caller's contract.
+    unsafe {
+        *policy = libc::SCHED_OTHER;
+        (*p).sched_priority = 0;
+    }
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setschedparam(
+    t: pthread_t,
+    policy: c_int,
+    p: *const libc::sched_param,
+) -> c_int {
+    let Some(id) = decode(t) else {
+        // SAFETY: the caller's contract.
+        return unsafe { real::pthread_setschedparam(t, policy, p) };
+    };
+    if alive(id).is_none() {
+        return libc::ESRCH;
+    }
+    // SAFETY: readable by the caller's contract.
+    let prio = unsafe { (*p).sched_priority };
+    if policy == libc::SCHED_OTHER && prio == 0 {
+        0
+    } else {
+        libc::EPERM
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pthread_setschedprio(t: pthread_t, prio: c_int) -> c_int {
+    match decode(t) {
+        Some(id) if alive(id).is_none() => libc::ESRCH,
+        Some(_) if prio == 0 => 0,
+        Some(_) => libc::EINVAL,
+        // SAFETY: the caller's contract.
+        None => unsafe { real::pthread_setschedprio(t, prio) },
+    }
+}
