@@ -96,13 +96,20 @@ launch() {
     fi
     pid=$!
 }
+# Stops a server and every process under it; SIGNAL (TERM unless given)
+# goes to the direct child too (runuser's postgres: INT is its fast
+# shutdown; TERM, a smart one, can outlast the wait). Returns when all of
+# them are gone, so that the next run can reuse the data directory.
 stop_tree() {
-    local p kids
+    local p kids sig=${2:-TERM}
     kids=$(tree_pids "$1" | tail -n +2)
-    kill -TERM "$1" 2>/dev/null || true
+    kill "-$sig" "$1" $(pgrep -P "$1" 2>/dev/null) 2>/dev/null || true
     for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
     for p in $1 $kids; do kill -KILL "$p" 2>/dev/null || true; done
     wait "$1" 2>/dev/null || true
+    for p in $kids; do
+        for _ in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+    done
 }
 record() { # server mode rep rate unit errors check [ops cpu_ticks]
     local thr procs us=0
@@ -325,7 +332,8 @@ one() { # server mode rep
     cpu1=$(tree_cpu "$pid")
     kill -0 "$pid" 2>/dev/null || res="0 - 0 DIED 0"
     kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
-    stop_tree "$pid"
+    stop_tree "$pid" "$([ "$1" = postgres ] && echo INT || echo TERM)"
+    [ "$1" = postgres ] && rm -f "$W/pg/data/postmaster.pid"
     # shellcheck disable=SC2086
     record "$1" "$2" "$3" $res $((cpu1 - cpu0))
     sleep 0.5
