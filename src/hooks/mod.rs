@@ -139,6 +139,30 @@ fn nb_word(on: bool) -> u32 {
     (NB_EPOCH.load(Ordering::Acquire) << 2) | st as u32
 }
 
+/// Whether a read/write/send/recv hook should take `fd` the corun way:
+/// `sched::parking()`, unless the program is known (from the cache, no
+/// system call) to have made this socket, pipe or tty non-blocking itself.
+/// Such a call is the program asking for EAGAIN: the real call is exactly
+/// it, with nothing around (an event-driven program's every read and
+/// write). A regular file is never passed this way (a non-blocking flag
+/// does not keep a disk read from waiting).
+#[inline]
+pub(crate) fn parking_on(fd: i32) -> bool {
+    if !crate::sched::parking() {
+        return false;
+    }
+    let Some(e) = fdtable::peek(fd) else {
+        return true;
+    };
+    let w = e.nonblock.load(Ordering::Acquire);
+    let known_on = w >> 2 == NB_EPOCH.load(Ordering::Acquire) && (w & 3) as u8 == fdtable::NB_ON;
+    !(known_on
+        && matches!(
+            e.kind.load(Ordering::Relaxed),
+            fdtable::KIND_SOCKET | fdtable::KIND_NOWAIT | fdtable::KIND_OTHER
+        ))
+}
+
 /// Whether the program itself made `fd` non-blocking.
 pub(crate) fn user_nonblocking(fd: i32, e: &FdEntry) -> bool {
     let w = e.nonblock.load(Ordering::Acquire);

@@ -23,8 +23,8 @@ use std::sync::atomic::Ordering;
 use libc::{c_void, iovec, size_t, ssize_t};
 
 use super::{
-    eagain, fd_kind, nonblocking_loop, nosignal_after, ready_now, sent_or_epipe, write_all,
-    Deadline, Io, Written,
+    eagain, fd_kind, nonblocking_loop, nosignal_after, parking_on, ready_now, sent_or_epipe,
+    write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::parking;
@@ -212,7 +212,7 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
 
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    if parking() {
+    if parking_on(fd) {
         let iov = iovec {
             iov_base: buf,
             iov_len: n,
@@ -227,7 +227,7 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
 
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if parking() {
+    if parking_on(fd) {
         let iov = iovec {
             iov_base: buf as *mut c_void,
             iov_len: n,
@@ -242,7 +242,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if parking() && cnt > 0 && cnt <= libc::UIO_MAXIOV {
+    if parking_on(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
         if let Some(r) = read_iov(fd, iov, cnt) {
             return r;
         }
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if parking() && cnt > 0 && cnt <= libc::UIO_MAXIOV {
+    if parking_on(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
         if let Some(r) = write_iov(fd, iov, cnt) {
             return r;
         }

@@ -29,8 +29,8 @@ use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 
 use super::rw::{iov_len, iov_tail};
 use super::{
-    nonblocking_loop, nosignal_after, sent_or_epipe, user_nonblocking, write_all, Deadline, Io,
-    Written,
+    nonblocking_loop, nosignal_after, parking_on, sent_or_epipe, user_nonblocking, write_all,
+    Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::parking;
@@ -321,7 +321,7 @@ fn sendmmsg_parking(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-    if parking() && flags & libc::MSG_DONTWAIT == 0 {
+    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
         let (addr, alen) = (std::ptr::null_mut(), std::ptr::null_mut());
         if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
             return r;
@@ -340,7 +340,7 @@ pub unsafe extern "C" fn recvfrom(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
-    if parking() && flags & libc::MSG_DONTWAIT == 0 {
+    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
@@ -351,7 +351,7 @@ pub unsafe extern "C" fn recvfrom(
 
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
-    if parking() && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
+    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = recvmsg_parking(fd, msg, flags) {
             return r;
         }
@@ -379,7 +379,7 @@ pub unsafe extern "C" fn recvmmsg(
 
 #[no_mangle]
 pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-    if parking() && flags & libc::MSG_DONTWAIT == 0 {
+    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = send_parking(fd, buf, n, flags, std::ptr::null(), 0) {
             return r;
         }
@@ -397,7 +397,7 @@ pub unsafe extern "C" fn sendto(
     addr: *const sockaddr,
     alen: socklen_t,
 ) -> ssize_t {
-    if parking() && flags & libc::MSG_DONTWAIT == 0 {
+    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = send_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
@@ -408,7 +408,7 @@ pub unsafe extern "C" fn sendto(
 
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
-    if parking() && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
+    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = sendmsg_parking(fd, msg, flags) {
             return r;
         }
