@@ -241,53 +241,36 @@ stat_hook!(lstat64, fstatat64, libc::stat64, true);
 const FSTATAT_FLAGS: c_int =
     libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT | libc::AT_EMPTY_PATH;
 
-#[no_mangle]
-pub unsafe extern "C" fn fstatat(
-    dirfd: c_int,
-    path: *const c_char,
-    buf: *mut libc::stat,
-    flags: c_int,
-) -> c_int {
-    let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
-    // SAFETY: as stat.
-    let by_path = move || unsafe { real::fstatat(dirfd, p.get(), b.get(), flags) };
-    if flags & !FSTATAT_FLAGS != 0 {
-        return run_blocking(by_path);
-    }
-    stat_call(
-        dirfd,
-        path,
-        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
-        flags & libc::AT_EMPTY_PATH != 0,
-        // SAFETY: as stat.
-        |fd| unsafe { real::fstatat(fd, EMPTY, buf, libc::AT_EMPTY_PATH) },
-        by_path,
-    )
+macro_rules! fstatat_hook {
+    ($name:ident, $buf:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            dirfd: c_int,
+            path: *const c_char,
+            buf: *mut $buf,
+            flags: c_int,
+        ) -> c_int {
+            let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
+            // SAFETY: as stat.
+            let by_path = move || unsafe { real::$name(dirfd, p.get(), b.get(), flags) };
+            if flags & !FSTATAT_FLAGS != 0 {
+                return run_blocking(by_path);
+            }
+            stat_call(
+                dirfd,
+                path,
+                flags & libc::AT_SYMLINK_NOFOLLOW != 0,
+                flags & libc::AT_EMPTY_PATH != 0,
+                // SAFETY: as stat.
+                |fd| unsafe { real::$name(fd, EMPTY, buf, libc::AT_EMPTY_PATH) },
+                by_path,
+            )
+        }
+    };
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn fstatat64(
-    dirfd: c_int,
-    path: *const c_char,
-    buf: *mut libc::stat64,
-    flags: c_int,
-) -> c_int {
-    let (p, b) = (SendPtr(path as *mut c_char), SendPtr(buf));
-    // SAFETY: as stat.
-    let by_path = move || unsafe { real::fstatat64(dirfd, p.get(), b.get(), flags) };
-    if flags & !FSTATAT_FLAGS != 0 {
-        return run_blocking(by_path);
-    }
-    stat_call(
-        dirfd,
-        path,
-        flags & libc::AT_SYMLINK_NOFOLLOW != 0,
-        flags & libc::AT_EMPTY_PATH != 0,
-        // SAFETY: as stat.
-        |fd| unsafe { real::fstatat64(fd, EMPTY, buf, libc::AT_EMPTY_PATH) },
-        by_path,
-    )
-}
+fstatat_hook!(fstatat, libc::stat);
+fstatat_hook!(fstatat64, libc::stat64);
 
 #[no_mangle]
 pub unsafe extern "C" fn statx(
