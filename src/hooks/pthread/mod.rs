@@ -283,6 +283,7 @@ fn process_name() -> [u8; NAME_LEN] {
 }
 
 mod create;
+mod foreign;
 mod info;
 mod join;
 mod keys;
