@@ -65,6 +65,7 @@ pub mod epoll;
 pub mod fdctl;
 pub mod file;
 pub mod io_uring;
+pub mod ipc;
 pub mod open;
 pub mod path_memo;
 pub mod poll;
@@ -258,6 +259,12 @@ pub(crate) fn timeval_ns(tv: &libc::timeval) -> u64 {
 pub(crate) struct Deadline(Option<Option<u64>>);
 
 impl Deadline {
+    /// A deadline the call itself gives (monotonic ns; None: none), not the
+    /// socket's timeout.
+    pub(crate) fn at(deadline: Option<u64>) -> Deadline {
+        Deadline(Some(deadline))
+    }
+
     pub(crate) fn get(&mut self, fd: i32, e: &FdEntry, dir: Dir) -> Option<u64> {
         *self.0.get_or_insert_with(|| {
             sock_timeout(fd, e, dir).map(|t| crate::sys::now_ns().saturating_add(t))
