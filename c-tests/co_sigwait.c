@@ -21,9 +21,11 @@ static volatile sig_atomic_t hup, usr2;
 static void on_hup(int s) { (void)s; hup = 1; }
 static void on_usr2(int s) { (void)s; usr2 = 1; }
 
+/* 100 ms: long enough for a ticker to tick well over 10 times even on a
+ * machine so loaded that a 1 ms sleep takes 10 (it failed there at 30). */
 static void *killer(void *a)
 {
-    usleep(30000);
+    usleep(100000);
     kill(getpid(), (int)(intptr_t)a);
     return NULL;
 }
