@@ -61,6 +61,9 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
             unsafe { libc::_exit(2) }
         }
     };
+    for w in crate::config::unknown_names(std::env::vars_os().map(|(k, _)| k)) {
+        raw_stderr(format!("corun: {w}\n").as_bytes());
+    }
     let stack = main_stack_size(&cfg);
     super::cancel::init();
     if let Err(e) = sched::worker::start(cfg) {
