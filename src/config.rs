@@ -135,7 +135,9 @@ fn parse_bool(name: &str, v: Option<String>) -> Result<bool, String> {
     match v.as_deref() {
         None | Some("0") => Ok(false),
         Some("1") => Ok(true),
-        Some(v) => Err(format!("{name}={v:?} is not a switch; use 1 (on) or 0 (off)")),
+        Some(v) => Err(format!(
+            "{name}={v:?} is not a switch; use 1 (on) or 0 (off)"
+        )),
     }
 }
 

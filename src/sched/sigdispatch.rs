@@ -108,6 +108,11 @@ fn find(mut f: impl FnMut(&TaskRef) -> bool) -> Option<TaskRef> {
     None
 }
 
+/// The live task with this id.
+pub(super) fn find_id(id: u64) -> Option<TaskRef> {
+    shard(id).with(|s| s.tasks.iter().flatten().find(|t| t.id == id).cloned())
+}
+
 // ---------------------------------------------------------------------------
 // The workers' side (normal context)
 
