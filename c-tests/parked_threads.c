@@ -6,10 +6,10 @@
  *             writes one byte to each pipe and joins them all. Each read
  *             parks once: CORUN_STATS shows N parks on fd read or more.
  *   dump      four threads wait: "reader" on a pipe read, "locker" on a
- *             mutex main holds, "sleeper" in nanosleep (100 ms at a time),
+ *             mutex main holds, "sleeper" in nanosleep (1 s at a time),
  *             "joiner" in pthread_join of the reader. main prints the pipe
  *             fd, the mutex address and the coroutine-visible thread names,
- *             then "ready", and waits for a line on stdin; then it lets
+ *             then "ready", and waits for a byte on stdin; then it lets
  *             every thread finish and joins them.
  * Output is the same natively (addresses and fds aside: printed on stderr).
  */
@@ -94,7 +94,7 @@ static void *sleeper(void *arg)
 {
     (void)arg;
     while (!atomic_load(&stop)) {
-        struct timespec d = {0, 100 * 1000 * 1000};
+        struct timespec d = {1, 0};
         nanosleep(&d, NULL);
     }
     return NULL;
@@ -127,8 +127,10 @@ static int mode_dump(void)
     fprintf(stderr, "pipe fd %d\nmutex %p\n", pipefd[0], (void *)&held);
     printf("ready\n");
     fflush(stdout);
-    char line[64];
-    if (!fgets(line, sizeof line, stdin))
+    /* read(2), not stdio: glibc's stdio reads through an internal call
+     * that corun cannot interpose, which would hold main's worker. */
+    char c;
+    if (read(0, &c, 1) != 1)
         die("stdin");
     atomic_store(&stop, 1);
     pthread_mutex_unlock(&held);

@@ -36,6 +36,8 @@ pub struct Config {
     pub stall_ms: u64,
     /// Threads made by pthread_create get TLS of their own (CORUN_TLS).
     pub own_tls: bool,
+    /// The signal that makes the process write a dump (0: none).
+    pub dump_signal: i32,
 }
 
 impl Config {
@@ -117,7 +119,17 @@ impl Config {
                 ))
             }
         };
+        let dump_signal = match s("CORUN_DUMP_SIGNAL")? {
+            None => 0,
+            Some(v) => parse_signal(&v).ok_or_else(|| {
+                format!(
+                    "CORUN_DUMP_SIGNAL={v:?} is not a signal for dumps; use 0 (none), a number or a name \
+                     such as USR2, SIGURG or RTMIN+3 (not KILL, STOP, SEGV, BUS, ILL, FPE, ABRT or TRAP)"
+                )
+            })?,
+        };
         Ok(Config {
+            dump_signal,
             own_tls,
             workers,
             stack_size,
@@ -141,6 +153,74 @@ fn parse_bool(name: &str, v: Option<String>) -> Result<bool, String> {
     }
 }
 
+/// A signal for `CORUN_DUMP_SIGNAL`: `0` (none), a number, or a name with
+/// or without `SIG` (`USR2`, `SIGRTMIN+3`). Signals the kernel or corun
+/// reserve (KILL, STOP; SEGV and BUS for overflows; ILL, FPE, ABRT, TRAP,
+/// which a program raises on a fault) are refused.
+pub fn parse_signal(v: &str) -> Option<i32> {
+    const NAMES: &[(&str, i32)] = &[
+        ("HUP", libc::SIGHUP),
+        ("INT", libc::SIGINT),
+        ("QUIT", libc::SIGQUIT),
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+        ("PIPE", libc::SIGPIPE),
+        ("ALRM", libc::SIGALRM),
+        ("TERM", libc::SIGTERM),
+        ("CHLD", libc::SIGCHLD),
+        ("CONT", libc::SIGCONT),
+        ("TSTP", libc::SIGTSTP),
+        ("TTIN", libc::SIGTTIN),
+        ("TTOU", libc::SIGTTOU),
+        ("URG", libc::SIGURG),
+        ("XCPU", libc::SIGXCPU),
+        ("XFSZ", libc::SIGXFSZ),
+        ("VTALRM", libc::SIGVTALRM),
+        ("PROF", libc::SIGPROF),
+        ("WINCH", libc::SIGWINCH),
+        ("IO", libc::SIGIO),
+        ("PWR", libc::SIGPWR),
+        ("SYS", libc::SIGSYS),
+    ];
+    const REFUSED: &[i32] = &[
+        libc::SIGKILL,
+        libc::SIGSTOP,
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGILL,
+        libc::SIGFPE,
+        libc::SIGABRT,
+        libc::SIGTRAP,
+    ];
+    // glibc's real-time range as the kernel numbers it (SIGRTMIN is 34:
+    // 32 and 33 are glibc's own).
+    let (rtmin, rtmax) = (34, 64);
+    let up = v.to_ascii_uppercase();
+    let name = up.strip_prefix("SIG").unwrap_or(&up);
+    let sig = if let Ok(n) = name.parse::<i32>() {
+        n
+    } else if let Some(r) = name.strip_prefix("RTMIN") {
+        rtmin
+            + if r.is_empty() {
+                0
+            } else {
+                r.strip_prefix('+')?.parse::<i32>().ok()?
+            }
+    } else if let Some(r) = name.strip_prefix("RTMAX") {
+        rtmax
+            - if r.is_empty() {
+                0
+            } else {
+                r.strip_prefix('-')?.parse::<i32>().ok()?
+            }
+    } else {
+        NAMES.iter().find(|(n, _)| *n == name)?.1
+    };
+    let ok = sig == 0
+        || ((1..=64).contains(&sig) && !(32..rtmin).contains(&sig) && !REFUSED.contains(&sig));
+    ok.then_some(sig)
+}
+
 /// Every `CORUN_*` name corun reads (`CORUN_LIB` is the launcher's).
 pub const KNOWN: &[&str] = &[
     "CORUN_WORKERS",
@@ -150,6 +230,7 @@ pub const KNOWN: &[&str] = &[
     "CORUN_STATS",
     "CORUN_STALL_MS",
     "CORUN_BLOCKING_THREADS",
+    "CORUN_DUMP_SIGNAL",
     "CORUN_LIB",
 ];
 
@@ -279,6 +360,24 @@ mod tests {
             assert!(e.ends_with("use 1 (on) or 0 (off)"), "{e}");
         }
         assert_eq!(cfg(&[("CORUN_WORKERS", "")]).unwrap(), cfg(&[]).unwrap());
+    }
+
+    #[test]
+    fn dump_signals() {
+        assert_eq!(parse_signal("USR2"), Some(libc::SIGUSR2));
+        assert_eq!(parse_signal("sigurg"), Some(libc::SIGURG));
+        assert_eq!(parse_signal("12"), Some(12));
+        assert_eq!(parse_signal("0"), Some(0));
+        assert_eq!(parse_signal("RTMIN+3"), Some(37));
+        assert_eq!(parse_signal("SIGRTMAX"), Some(64));
+        for bad in ["KILL", "SEGV", "9", "65", "33", "RTMIN+x", "NOPE", "-1"] {
+            assert_eq!(parse_signal(bad), None, "{bad}");
+        }
+        let e = cfg(&[("CORUN_DUMP_SIGNAL", "KILL")]).unwrap_err();
+        assert!(
+            e.starts_with("CORUN_DUMP_SIGNAL=\"KILL\" is not a signal"),
+            "{e}"
+        );
     }
 
     #[test]
