@@ -11,6 +11,11 @@
 //! - `sleep_until(deadline)`, `yield_now()`;
 //! - `park(register, deadline)`: the general form, for joins and locks.
 //!
+//! A wait says what it is on just before it parks (`waitdesc::describe`:
+//! an fd, a timer, a lock's address...); `park_as` counts the park by that
+//! cause (`stats`) and clears the description when the park ends
+//! (docs/ARCHITECTURE.md §11).
+//!
 //! While the runtime manipulates its structures on behalf of a coroutine,
 //! the thread's current-task pointer is cleared: a hooked libc call made
 //! meanwhile (by Rust std, or a signal handler) passes straight through

@@ -37,7 +37,8 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::Mutex;
+
+use crate::sys::ForkMutex;
 
 use super::symbols::{self, describe, function_name, object_of, short};
 
@@ -50,7 +51,13 @@ static RUST_OBJECT: (AtomicUsize, AtomicUsize) = (AtomicUsize::new(0), AtomicUsi
 static LAST_SEEN: AtomicUsize = AtomicUsize::new(0);
 static PENDING: AtomicUsize = AtomicUsize::new(0);
 /// Start addresses already classified by `learn`.
-static LEARNT: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+static LEARNT: ForkMutex<Option<HashSet<usize>>> = ForkMutex::new(None);
+
+/// In a forked child: the lock of `LEARNT`, if a parent thread held it.
+pub fn after_fork_child() {
+    LEARNT.unlock_after_fork(|| None);
+    super::symbols::after_fork_child();
+}
 
 /// What `pthread_create` keeps of `arg` for a thread started at `start`
 /// (`Task::start_arg`): for Rust's trampoline, the closure's vtable
@@ -100,7 +107,7 @@ pub fn learn(start: usize) {
         return;
     }
     {
-        let mut g = crate::sched::fdtable::lock(&LEARNT);
+        let mut g = crate::sched::fdtable::lock(LEARNT.get());
         if !g.get_or_insert_with(HashSet::new).insert(start) {
             return;
         }

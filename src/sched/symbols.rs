@@ -13,15 +13,20 @@
 //! Runs on the watchdog's or the dump's native thread, never in a signal
 //! handler: it reads files and allocates.
 
+use crate::sys::ForkMutex;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::Mutex;
 
 /// One object's function symbols: (start offset, size, mangled name),
 /// sorted by start.
 type Table = Vec<(u64, u64, String)>;
 
-static TABLES: Mutex<Option<HashMap<String, Option<Table>>>> = Mutex::new(None);
+static TABLES: ForkMutex<Option<HashMap<String, Option<Table>>>> = ForkMutex::new(None);
+
+/// In a forked child: the tables' lock, if a parent thread held it.
+pub fn after_fork_child() {
+    TABLES.unlock_after_fork(|| None);
+}
 
 /// What `dladdr` says of `addr`: (object path, load base, dynamic symbol
 /// name if any, that symbol's address).
@@ -64,7 +69,7 @@ pub fn function_name(addr: usize) -> Option<String> {
         return Some(demangle(&n));
     }
     let off = (addr - base) as u64;
-    let mut g = crate::sched::fdtable::lock(&TABLES);
+    let mut g = crate::sched::fdtable::lock(TABLES.get());
     let tables = g.get_or_insert_with(HashMap::new);
     let table = tables
         .entry(object.clone())

@@ -68,9 +68,12 @@ pub fn reset_after_fork() {
 fn run(rt: &'static Runtime) {
     let stall_ns = rt.config.stall_ms * 1_000_000;
     let period = (stall_ns / 4).clamp(5_000_000, 250_000_000);
-    // Per worker: the (task, switch and activity count) last seen, and
-    // since when.
+    // Per worker: the (task, switch count) last seen and since when, which
+    // decides the hand-off of never-run tasks (the worker has not been back
+    // to its scheduler); and the same with the activity count added, which
+    // decides the report (a coroutine calling into corun is not stalled).
     let mut seen: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
+    let mut active: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
     let mut reported: Vec<(u64, u64)> = vec![(0, 0); rt.workers.len()];
     loop {
         let ts = crate::sys::ns_timespec(period);
@@ -83,24 +86,32 @@ fn run(rt: &'static Runtime) {
             if id != 0 {
                 super::startname::learn(w.running_start_addr.load(Ordering::Relaxed));
             }
-            let sw = w
-                .switches
-                .load(Ordering::Relaxed)
-                .wrapping_add(super::stats::activity(w.index));
+            let sw = w.switches.load(Ordering::Relaxed);
+            let act = sw.wrapping_add(super::stats::activity(w.index));
+            // Moving (or idle): a stall, if any, starts now at the latest.
+            let since = || {
+                w.running_since
+                    .load(Ordering::Relaxed)
+                    .max(now - period)
+                    .min(now)
+            };
             if id == 0 || (seen[i].0, seen[i].1) != (id, sw) {
-                // Moving (or idle): a stall, if any, starts now at the latest.
-                let since = w.running_since.load(Ordering::Relaxed).max(now - period);
-                seen[i] = (id, sw, since.min(now));
+                seen[i] = (id, sw, since());
+            }
+            if id == 0 || (active[i].0, active[i].1) != (id, act) {
+                active[i] = (id, act, since());
+            }
+            if id == 0 || now.saturating_sub(seen[i].2) < stall_ns {
                 continue;
             }
-            let held = now.saturating_sub(seen[i].2);
             // The process's only coroutine may block its worker: it makes
             // its calls as natively (`sched::parking`) and nothing waits.
-            if held < stall_ns || super::alone() {
+            if super::alone() {
                 continue;
             }
-            if reported[i] != (id, sw) {
-                reported[i] = (id, sw);
+            let held = now.saturating_sub(active[i].2);
+            if held >= stall_ns && reported[i] != (id, act) {
+                reported[i] = (id, act);
                 report(w, id, held);
             }
             hand_off(rt, w);
