@@ -4,6 +4,9 @@
 #   make test     unit tests, then every test in scripts/tests/ (see README)
 #   make demo     an unchanged blocking server natively and under corun, loaded
 #   make bench    the benchmarks, written to bench/RESULTS.md
+#   make install  the library, corun.h, the corun launcher, corun.pc and the
+#                 man pages under $(DESTDIR)$(PREFIX) (default /usr/local);
+#                 make uninstall removes exactly those files
 #
 # C programs: c-tests/co_*.c use include/corun.h and link -lcorun; every other
 # c-tests/*.c is a plain program (pthreads, no corun) that runs under corun
@@ -30,7 +33,18 @@ CXX_BINS   := $(patsubst c-tests/%.cpp,$(BIN)/%,$(wildcard c-tests/*.cpp))
 RUST_THREADS := $(BIN)/rust_threads
 RUST_SRCS  := $(shell find src -name '*.rs') Cargo.toml
 
-.PHONY: all lib cbins test unit ctest demo bench soak fmt lint check clean deps
+.PHONY: all lib cbins test unit ctest demo bench soak fmt lint check clean deps install uninstall
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+PCDIR      ?= $(LIBDIR)/pkgconfig
+VERSION    := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+INSTALLED  := $(LIBDIR)/libcorun.so $(INCLUDEDIR)/corun.h $(BINDIR)/corun \
+              $(PCDIR)/corun.pc $(MANDIR)/man1/corun.1 $(MANDIR)/man3/corun.3
 
 all: lib cbins
 
@@ -99,6 +113,32 @@ lint:
 
 check: fmt lint
 	@scripts/check.sh
+
+# The launcher is installed with the library's directory written in, so it
+# preloads the installed library; corun.pc with the install's directories.
+install: $(LIB)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(PCDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libcorun.so
+	install -m 0644 include/corun.h $(DESTDIR)$(INCLUDEDIR)/corun.h
+	sed 's|^installed_libdir=""$$|installed_libdir="$(LIBDIR)"|' scripts/corun > $(DESTDIR)$(BINDIR)/corun.tmp
+	grep -q '^installed_libdir="$(LIBDIR)"$$' $(DESTDIR)$(BINDIR)/corun.tmp
+	chmod 0755 $(DESTDIR)$(BINDIR)/corun.tmp
+	mv $(DESTDIR)$(BINDIR)/corun.tmp $(DESTDIR)$(BINDIR)/corun
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' corun.pc.in > $(DESTDIR)$(PCDIR)/corun.pc
+	install -m 0644 man/corun.1 $(DESTDIR)$(MANDIR)/man1/corun.1
+	install -m 0644 man/corun.3 $(DESTDIR)$(MANDIR)/man3/corun.3
+
+# Removes the files install wrote, then the directories this leaves empty,
+# up to the prefix (never one that holds anything else, nor the prefix).
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	@for d in $(PCDIR) $(MANDIR)/man1 $(MANDIR)/man3 $(INCLUDEDIR) $(BINDIR) $(LIBDIR); do \
+		d="$(DESTDIR)$$d"; \
+		while [ "$$d" != "$(DESTDIR)$(PREFIX)" ] && [ "$$d" != / ] && rmdir "$$d" 2>/dev/null; do \
+			d=$$(dirname "$$d"); done; \
+	done
 
 clean:
 	$(CARGO) clean

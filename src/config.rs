@@ -3,7 +3,11 @@
 //! Every variable has a launcher option of the same meaning. A value that
 //! does not parse stops the program before `main` with a message naming the
 //! variable and what it accepts: a silent default would hide a typo in a
-//! production setting.
+//! production setting. One rule for every value: surrounding blanks are
+//! ignored and an empty value is the same as none; a switch is `1` or `0`;
+//! each message reads `NAME="value" is not a <what>; use <what is accepted>`.
+//! A `CORUN_*` name that is none of `KNOWN` is reported once, with the
+//! closest known name (`unknown_names`): the program still runs.
 
 use std::ffi::OsString;
 
@@ -32,6 +36,8 @@ pub struct Config {
     pub stall_ms: u64,
     /// Threads made by pthread_create get TLS of their own (CORUN_TLS).
     pub own_tls: bool,
+    /// The signal that makes the process write a dump (0: none).
+    pub dump_signal: i32,
 }
 
 impl Config {
@@ -45,8 +51,8 @@ impl Config {
                 None => Ok(None),
                 Some(v) => v
                     .into_string()
-                    .map(|v| Some(v.trim().to_string()))
-                    .map_err(|_| format!("{k} is not valid UTF-8")),
+                    .map(|v| Some(v.trim().to_string()).filter(|v| !v.is_empty()))
+                    .map_err(|_| format!("{k} is not valid UTF-8; use ASCII")),
             }
         };
         let workers = match s("CORUN_WORKERS")? {
@@ -113,7 +119,17 @@ impl Config {
                 ))
             }
         };
+        let dump_signal = match s("CORUN_DUMP_SIGNAL")? {
+            None => 0,
+            Some(v) => parse_signal(&v).ok_or_else(|| {
+                format!(
+                    "CORUN_DUMP_SIGNAL={v:?} is not a signal for dumps; use 0 (none), a number or a name \
+                     such as USR2, SIGURG or RTMIN+3 (not KILL, STOP, SEGV, BUS, ILL, FPE, ABRT or TRAP)"
+                )
+            })?,
+        };
         Ok(Config {
+            dump_signal,
             own_tls,
             workers,
             stack_size,
@@ -125,12 +141,133 @@ impl Config {
     }
 }
 
+/// A switch: `1` or `0`, nothing else (one spelling, the one the messages
+/// and the manual give).
 fn parse_bool(name: &str, v: Option<String>) -> Result<bool, String> {
     match v.as_deref() {
-        None | Some("0") | Some("no") | Some("false") | Some("off") | Some("") => Ok(false),
-        Some("1") | Some("yes") | Some("true") | Some("on") => Ok(true),
-        Some(v) => Err(format!("{name}={v:?} is not a switch; use 1 or 0")),
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(v) => Err(format!(
+            "{name}={v:?} is not a switch; use 1 (on) or 0 (off)"
+        )),
     }
+}
+
+/// A signal for `CORUN_DUMP_SIGNAL`: `0` (none), a number, or a name with
+/// or without `SIG` (`USR2`, `SIGRTMIN+3`). Signals the kernel or corun
+/// reserve (KILL, STOP; SEGV and BUS for overflows; ILL, FPE, ABRT, TRAP,
+/// which a program raises on a fault) are refused.
+pub fn parse_signal(v: &str) -> Option<i32> {
+    const NAMES: &[(&str, i32)] = &[
+        ("HUP", libc::SIGHUP),
+        ("INT", libc::SIGINT),
+        ("QUIT", libc::SIGQUIT),
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+        ("PIPE", libc::SIGPIPE),
+        ("ALRM", libc::SIGALRM),
+        ("TERM", libc::SIGTERM),
+        ("CHLD", libc::SIGCHLD),
+        ("CONT", libc::SIGCONT),
+        ("TSTP", libc::SIGTSTP),
+        ("TTIN", libc::SIGTTIN),
+        ("TTOU", libc::SIGTTOU),
+        ("URG", libc::SIGURG),
+        ("XCPU", libc::SIGXCPU),
+        ("XFSZ", libc::SIGXFSZ),
+        ("VTALRM", libc::SIGVTALRM),
+        ("PROF", libc::SIGPROF),
+        ("WINCH", libc::SIGWINCH),
+        ("IO", libc::SIGIO),
+        ("PWR", libc::SIGPWR),
+        ("SYS", libc::SIGSYS),
+    ];
+    const REFUSED: &[i32] = &[
+        libc::SIGKILL,
+        libc::SIGSTOP,
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGILL,
+        libc::SIGFPE,
+        libc::SIGABRT,
+        libc::SIGTRAP,
+    ];
+    // glibc's real-time range as the kernel numbers it (SIGRTMIN is 34:
+    // 32 and 33 are glibc's own).
+    let (rtmin, rtmax) = (34, 64);
+    let up = v.to_ascii_uppercase();
+    let name = up.strip_prefix("SIG").unwrap_or(&up);
+    let sig = if let Ok(n) = name.parse::<i32>() {
+        n
+    } else if let Some(r) = name.strip_prefix("RTMIN") {
+        rtmin
+            + if r.is_empty() {
+                0
+            } else {
+                r.strip_prefix('+')?.parse::<i32>().ok()?
+            }
+    } else if let Some(r) = name.strip_prefix("RTMAX") {
+        rtmax
+            - if r.is_empty() {
+                0
+            } else {
+                r.strip_prefix('-')?.parse::<i32>().ok()?
+            }
+    } else {
+        NAMES.iter().find(|(n, _)| *n == name)?.1
+    };
+    let ok = sig == 0
+        || ((1..=64).contains(&sig) && !(32..rtmin).contains(&sig) && !REFUSED.contains(&sig));
+    ok.then_some(sig)
+}
+
+/// Every `CORUN_*` name corun reads (`CORUN_LIB` is the launcher's).
+pub const KNOWN: &[&str] = &[
+    "CORUN_WORKERS",
+    "CORUN_STACK_SIZE",
+    "CORUN_THREADS",
+    "CORUN_TLS",
+    "CORUN_STATS",
+    "CORUN_STALL_MS",
+    "CORUN_BLOCKING_THREADS",
+    "CORUN_DUMP_SIGNAL",
+    "CORUN_LIB",
+];
+
+/// One warning per `CORUN_*` name in `names` that corun does not know,
+/// naming the closest known one: a misspelled variable would otherwise be
+/// ignored without a word.
+pub fn unknown_names(names: impl Iterator<Item = OsString>) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in names {
+        let n = n.to_string_lossy();
+        if !n.starts_with("CORUN_") || KNOWN.contains(&n.as_ref()) {
+            continue;
+        }
+        let closest = KNOWN
+            .iter()
+            .min_by_key(|k| edit_distance(&n, k))
+            .expect("KNOWN is not empty");
+        out.push(format!(
+            "{n} is not a corun variable (ignored); did you mean {closest}? see corun(1)"
+        ));
+    }
+    out
+}
+
+/// Levenshtein distance (insertions, deletions, substitutions), by bytes.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 /// Parses `262144`, `256k`, `256K`, `1m`, `1M`, `1g` (powers of 1024; an
@@ -211,6 +348,49 @@ mod tests {
             assert!(e.starts_with(k), "{e}");
             assert!(e.contains(v), "{e}");
         }
+    }
+
+    #[test]
+    fn switches_are_1_or_0_and_empty_is_unset() {
+        assert!(cfg(&[("CORUN_STATS", " 1 ")]).unwrap().stats);
+        assert!(!cfg(&[("CORUN_STATS", "0")]).unwrap().stats);
+        assert!(!cfg(&[("CORUN_STATS", "")]).unwrap().stats);
+        for v in ["yes", "on", "true", "no"] {
+            let e = cfg(&[("CORUN_STATS", v)]).unwrap_err();
+            assert!(e.ends_with("use 1 (on) or 0 (off)"), "{e}");
+        }
+        assert_eq!(cfg(&[("CORUN_WORKERS", "")]).unwrap(), cfg(&[]).unwrap());
+    }
+
+    #[test]
+    fn dump_signals() {
+        assert_eq!(parse_signal("USR2"), Some(libc::SIGUSR2));
+        assert_eq!(parse_signal("sigurg"), Some(libc::SIGURG));
+        assert_eq!(parse_signal("12"), Some(12));
+        assert_eq!(parse_signal("0"), Some(0));
+        assert_eq!(parse_signal("RTMIN+3"), Some(37));
+        assert_eq!(parse_signal("SIGRTMAX"), Some(64));
+        for bad in ["KILL", "SEGV", "9", "65", "33", "RTMIN+x", "NOPE", "-1"] {
+            assert_eq!(parse_signal(bad), None, "{bad}");
+        }
+        let e = cfg(&[("CORUN_DUMP_SIGNAL", "KILL")]).unwrap_err();
+        assert!(
+            e.starts_with("CORUN_DUMP_SIGNAL=\"KILL\" is not a signal"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_names_get_the_closest() {
+        let w = unknown_names(
+            ["CORUN_WORKRES", "CORUN_WORKERS", "PATH", "CORUN_STAT"]
+                .into_iter()
+                .map(OsString::from),
+        );
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("CORUN_WORKRES is not") && w[0].contains("mean CORUN_WORKERS?"));
+        assert!(w[1].contains("mean CORUN_STATS?"), "{w:?}");
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 
     #[test]

@@ -33,7 +33,7 @@ stats_run() { # extra-args... -> $TMPD/stats
     env CORUN_STATS=1 LD_PRELOAD="$LIB" "$BIN/file_cached" "$d" "$@" >/dev/null 2>"$TMPD/stats" \
         || fail "file_cached failed under corun: $(cat "$TMPD/stats")"
 }
-jobs_of() { sed -n 's/.*blocking-pool jobs: \([0-9]*\);.*/\1/p' "$TMPD/stats"; }
+jobs_of() { sed -n 's/^  blocking-pool hand-offs: \([0-9]*\)$/\1/p' "$TMPD/stats"; }
 for try in 1 2 3; do
     stats_run cached
     [ "$(jobs_of)" = 0 ] && break

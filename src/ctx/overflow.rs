@@ -9,8 +9,10 @@
 //! is in or just below that coroutine's guard page, prints
 //!
 //! ```text
-//! corun: coroutine 7 overflowed its 262144-byte stack; raise CORUN_STACK_SIZE (e.g. CORUN_STACK_SIZE=1m)
+//! corun: coroutine 7 overflowed its 262144-byte stack; raise CORUN_STACK_SIZE (e.g. CORUN_STACK_SIZE=512k) or the thread's stack size attribute
 //! ```
+//!
+//! The suggestion is twice the stack that overflowed (`bigger_size`).
 //!
 //! and aborts. Any other fault is handed back: the previous disposition is
 //! restored and the faulting instruction re-executes, so a program's own
@@ -111,6 +113,18 @@ pub fn install_handler() {
     }
 }
 
+/// A stack size to suggest after an overflow of a `size`-byte stack:
+/// twice as big, rounded up to whole KiB or MiB, as a number and the unit
+/// `CORUN_STACK_SIZE` takes. No allocation: called in the signal handler.
+fn bigger_size(size: usize) -> (u64, &'static [u8]) {
+    let want = (size as u64).saturating_mul(2).max(32 << 10);
+    if want >= 1 << 20 {
+        (want.div_ceil(1 << 20), b"m")
+    } else {
+        (want.div_ceil(1 << 10), b"k")
+    }
+}
+
 extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let r = RUNNING.get();
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
@@ -122,10 +136,11 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_v
         raw_stderr(fmt_u64(r.id, &mut a));
         raw_stderr(b" overflowed its ");
         raw_stderr(fmt_u64(r.size as u64, &mut b));
-        raw_stderr(
-            b"-byte stack; raise CORUN_STACK_SIZE (e.g. CORUN_STACK_SIZE=1m) \
-              or the thread's stack size attribute\n",
-        );
+        raw_stderr(b"-byte stack; raise CORUN_STACK_SIZE (e.g. CORUN_STACK_SIZE=");
+        let (n, unit) = bigger_size(r.size);
+        raw_stderr(fmt_u64(n, &mut b));
+        raw_stderr(unit);
+        raw_stderr(b") or the thread's stack size attribute\n");
         // SAFETY: abort is async-signal-safe and never returns.
         unsafe { libc::abort() };
     }
@@ -139,5 +154,19 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_v
             std::ptr::addr_of!(OLD_SEGV)
         };
         crate::sys::real::sigaction(sig, old.cast(), std::ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bigger_size;
+
+    #[test]
+    fn suggestion_is_bigger_than_the_stack() {
+        assert_eq!(bigger_size(8 << 20), (16, &b"m"[..]));
+        assert_eq!(bigger_size(256 << 10), (512, &b"k"[..]));
+        assert_eq!(bigger_size(512 << 10), (1, &b"m"[..]));
+        assert_eq!(bigger_size(3 << 20), (6, &b"m"[..]));
+        assert_eq!(bigger_size(100_000), (196, &b"k"[..]));
     }
 }

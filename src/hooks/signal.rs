@@ -122,6 +122,7 @@ fn wait_parking(
         }
         // A signal of the set made pending for this coroutine ends the
         // park at once; the kernel's are polled.
+        crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Signal, 0);
         park(|_| true, Some(until));
         pause = (pause * 2).min(10_000_000);
     };
@@ -188,11 +189,17 @@ pub unsafe extern "C" fn sigtimedwait(
 
 #[no_mangle]
 pub unsafe extern "C" fn sched_yield() -> c_int {
-    if in_coroutine() && crate::sched::worker::current_worker().is_some_and(|w| w.has_other_work())
-    {
+    if !in_coroutine() {
+        // SAFETY: no arguments.
+        return unsafe { real::sched_yield() };
+    }
+    if crate::sched::worker::current_worker().is_some_and(|w| w.has_other_work()) {
         yield_now();
         return 0;
     }
+    // Nothing else to run here: counted all the same (yield_now counts
+    // the other case), the watchdog's sign that this coroutine yields.
+    crate::sched::stats::yielded();
     // SAFETY: no arguments.
     unsafe { real::sched_yield() }
 }
@@ -223,6 +230,7 @@ fn suspend_parking(mask: Option<u64>) -> c_int {
         old
     });
     while intr.check().is_none() {
+        crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Signal, 0);
         park(|_| true, None);
     }
     if let Some(old) = old {

@@ -56,6 +56,7 @@ pub(crate) fn park_for(ns: u64) -> Slept {
         if token::cancel_point() {
             return Slept::Cancelled(deadline.saturating_sub(now));
         }
+        crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Timer, deadline);
         park_cancelable(|_| true, Some(deadline));
         if let Some(t) = current() {
             crate::sched::identity::cancel_point(&t.ident);

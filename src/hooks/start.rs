@@ -61,7 +61,11 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
             unsafe { libc::_exit(2) }
         }
     };
+    for w in crate::config::unknown_names(std::env::vars_os().map(|(k, _)| k)) {
+        raw_stderr(format!("corun: {w}\n").as_bytes());
+    }
     let stack = main_stack_size(&cfg);
+    let dump_signal = cfg.dump_signal;
     super::cancel::init();
     if let Err(e) = sched::worker::start(cfg) {
         raw_stderr(format!("corun: cannot start the runtime: {e}\n").as_bytes());
@@ -70,6 +74,11 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
     }
     crate::hooks::sigdeliver::install();
     crate::hooks::pthread_sync::warm_up();
+    if dump_signal != 0 {
+        if let Err(e) = sched::dump::install(dump_signal, super::pthread::name_of) {
+            raw_stderr(format!("corun: CORUN_DUMP_SIGNAL: cannot set up dumps: {e}\n").as_bytes());
+        }
+    }
     let (a, v, en) = (argc, argv as usize, envp as usize);
     let task = sched::worker::spawn_main(
         Entry::Rust(Box::new(move || {

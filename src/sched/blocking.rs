@@ -304,6 +304,7 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
         }
         let queued = job.state.load(Ordering::Acquire) == QUEUED;
         let deadline = queued.then(|| crate::sys::now_ns() + GRACE_NS);
+        super::waitdesc::describe(super::waitdesc::Cause::Pool, 0);
         park(
             |w| {
                 let mut g = lock(&job.waiter);

@@ -15,7 +15,8 @@
 //! - the futex table (`sync`) forgets the parent's sleepers, and any of
 //!   its locks (or the TLS pool's) that another thread held at the fork is
 //!   made anew (`sys::unlock_after_fork`);
-//! - the blocking pool and the watchdog forget their threads;
+//! - the blocking pool and the watchdog forget their threads (and the
+//!   watchdog's symbol tables their lock, `startname::after_fork_child`);
 //! - the forking coroutine is the only thread signals may reach, and no
 //!   signal is pending (`signals::after_fork`);
 //! - the forking coroutine is the child's only one. If it is not `main`,
@@ -49,6 +50,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::blocking::reset_after_fork();
     super::worker::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();
+    super::startname::after_fork_child();
     super::deadline::after_fork_child();
     if let Some(me) = super::park::current_ref() {
         super::signals::after_fork(&me);

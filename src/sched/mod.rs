@@ -14,21 +14,27 @@ pub mod chan;
 pub mod chan_queue;
 pub mod cosync;
 pub mod deadline;
+pub mod dump;
 pub mod fdtable;
 pub mod fork;
 pub mod identity;
 pub mod park;
 pub mod run_queue;
+pub mod rustdemangle;
 pub mod scope;
 pub mod sigdispatch;
 pub mod siginfo;
 pub mod sigmask;
 pub mod signals;
+pub mod startname;
+pub mod stats;
+pub mod symbols;
 pub mod sync;
 pub mod task;
 pub mod timers;
 pub mod token;
 pub mod wait;
+pub mod waitdesc;
 pub mod waiter;
 pub mod watchdog;
 pub mod worker;
@@ -111,6 +117,7 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
     }
     loop {
         if in_coroutine() {
+            waitdesc::describe(waitdesc::Cause::Join, t.id);
             park_cancelable(
                 |w| {
                     let mut j = fdtable::lock(&t.join);

@@ -11,6 +11,11 @@
 //! - `sleep_until(deadline)`, `yield_now()`;
 //! - `park(register, deadline)`: the general form, for joins and locks.
 //!
+//! A wait says what it is on just before it parks (`waitdesc::describe`:
+//! an fd, a timer, a lock's address...); `park_as` counts the park by that
+//! cause (`stats`) and clears the description when the park ends
+//! (docs/ARCHITECTURE.md §11).
+//!
 //! While the runtime manipulates its structures on behalf of a coroutine,
 //! the thread's current-task pointer is cleared: a hooked libc call made
 //! meanwhile (by Rust std, or a signal handler) passes straight through
@@ -21,6 +26,7 @@ use std::sync::Arc;
 
 use super::fdtable::{self, Dir, Snapshot};
 use super::task::{Task, TaskRef};
+use super::waitdesc::{describe, Cause};
 use super::waiter::Waiter;
 use super::worker::{current_task_ptr, current_worker, set_current};
 
@@ -171,6 +177,19 @@ pub(super) fn park_as(
     register: impl FnOnce(Waiter) -> bool,
     deadline: Option<u64>,
 ) -> Woken {
+    let r = park_described(cancelable, register, deadline);
+    // The description (`waitdesc`) lasts as long as the park, parked or not.
+    if let Some(t) = current() {
+        t.wait.clear();
+    }
+    r
+}
+
+fn park_described(
+    cancelable: bool,
+    register: impl FnOnce(Waiter) -> bool,
+    deadline: Option<u64>,
+) -> Woken {
     let task = current_ref().expect("park outside a coroutine");
     let token_point = task.ident.token_point.replace(false);
     // The park token first, then announce, then check: `pthread_cancel`
@@ -201,14 +220,15 @@ pub(super) fn park_as(
     }
     let tp = Arc::as_ptr(&task);
     set_current(std::ptr::null());
+    let worker = current_worker().expect("coroutines run on workers");
     if !register(Waiter::Task {
         task: task.clone(),
         token,
     }) {
+        super::stats::not_parked(worker.index);
         set_current(tp);
         return Woken::NotParked;
     }
-    let worker = current_worker().expect("coroutines run on workers");
     let timer = deadline.map(|d| {
         worker.timers().borrow_mut().insert(
             d,
@@ -224,6 +244,7 @@ pub(super) fn park_as(
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     let early = super::signals::must_not_sleep(&task);
     if !early {
+        super::stats::parked(worker.index, task.wait.parking());
         suspend(&task);
     }
     set_current(std::ptr::null());
@@ -334,6 +355,11 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
         None => return FdWait::NotPollable(libc::EBADF),
     };
     let mut outcome = FdWait::Ready;
+    let cause = match dir {
+        Dir::Read => Cause::FdRead,
+        Dir::Write => Cause::FdWrite,
+    };
+    describe(cause, fd as u64);
     let my_id = current_id();
     let mut my_token = 0;
     let woken = park_cancelable(
@@ -385,6 +411,7 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
 /// readiness themselves; `Woken::NotParked` means something changed before
 /// the park.
 pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64>) -> Woken {
+    describe(Cause::Poll, waits.first().map_or(u64::MAX, |w| w.0 as u64));
     let woken = park_cancelable(
         |w| {
             for &(fd, dir, seen) in waits {
@@ -405,6 +432,7 @@ pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64
 /// Sleeps until the monotonic time `deadline` (ns).
 pub fn sleep_until(deadline: u64) {
     while crate::sys::now_ns() < deadline {
+        describe(Cause::Timer, deadline);
         park_cancelable(|_| true, Some(deadline));
         cancel_point_after_park();
     }
@@ -418,6 +446,7 @@ pub fn yield_now() {
         Some(t) => t,
         None => return,
     };
+    super::stats::yielded();
     if !current_worker().is_some_and(|w| w.has_other_work()) {
         return;
     }

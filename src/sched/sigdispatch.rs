@@ -108,6 +108,20 @@ fn find(mut f: impl FnMut(&TaskRef) -> bool) -> Option<TaskRef> {
     None
 }
 
+/// Every live task (for `corun dump`; normal context only).
+pub(super) fn live_tasks() -> Vec<TaskRef> {
+    let mut v = Vec::new();
+    for sh in &REGISTRY {
+        sh.with(|s| v.extend(s.tasks.iter().flatten().cloned()));
+    }
+    v
+}
+
+/// The live task with this id.
+pub(super) fn find_id(id: u64) -> Option<TaskRef> {
+    shard(id).with(|s| s.tasks.iter().flatten().find(|t| t.id == id).cloned())
+}
+
 // ---------------------------------------------------------------------------
 // The workers' side (normal context)
 

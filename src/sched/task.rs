@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use crate::ctx::{Coroutine, GuardedStack, Yielder};
 
 use super::identity::Identity;
+use super::waitdesc::WaitDesc;
 use super::waiter::Waiter;
 
 pub type TaskRef = Arc<Task>;
@@ -108,6 +109,12 @@ pub struct Task {
     pub ext: UnsafeCell<Option<TaskExtension>>,
     /// Name of the start routine, for the watchdog (address of `f`).
     pub start_addr: usize,
+    /// The start routine's argument, set by `pthread_create` after the
+    /// spawn: language runtimes keep the thread's callable there
+    /// (`startname.rs`).
+    pub start_arg: AtomicUsize,
+    /// What the task waits on while parked (`waitdesc.rs`).
+    pub wait: WaitDesc,
     /// What makes it a thread: thread pointer, signal mask and pending
     /// signals, cancellation state (`identity.rs`).
     pub ident: Identity,
@@ -152,6 +159,8 @@ impl Task {
             join: Mutex::new(JoinState::default()),
             ext: UnsafeCell::new(None),
             start_addr,
+            start_arg: AtomicUsize::new(0),
+            wait: WaitDesc::default(),
             ident: Identity::default(),
         })
     }

@@ -298,6 +298,7 @@ pub fn sleep_until(deadline: u64) -> bool {
         if crate::sys::now_ns() >= deadline {
             return true;
         }
+        super::waitdesc::describe(super::waitdesc::Cause::Timer, deadline);
         park_cancelable(|_| true, Some(deadline));
         if let Some(t) = current() {
             super::identity::cancel_point(&t.ident);

@@ -34,6 +34,7 @@ std::thread_local! {
 /// if there is no need to wait. `deadline` is monotonic ns.
 pub fn wait_once(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Outcome {
     if in_coroutine() {
+        super::waitdesc::describe_default(super::waitdesc::Cause::Channel, 0);
         return match park_cancelable(register, deadline) {
             Woken::TimedOut => Outcome::TimedOut,
             Woken::NotParked => Outcome::NotParked,

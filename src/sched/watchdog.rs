@@ -1,7 +1,10 @@
 //! The watchdog: notices a worker that does not come back to its scheduler.
 //!
 //! A worker is stalled when two samples see the same task running with the
-//! same switch count: it has not been back to its scheduler in between.
+//! same switch count and the same activity count (`stats::activity`: its
+//! spawns and yields): it has not been back to its scheduler in between,
+//! and it is not a coroutine that yields with nothing else to run, nor one
+//! that is busy creating threads (`main` making 100k of them).
 //!
 //! Cooperative scheduling has one failure mode threads do not: a coroutine
 //! that computes for a long time, or blocks in something corun cannot see
@@ -15,6 +18,10 @@
 //! ```text
 //! corun: worker 1 stalled for 512 ms in coroutine 7 (started at spin_forever); other coroutines there wait
 //! ```
+//!
+//! The start is named as a user knows it (`startname.rs`): the C start
+//! routine, the callable of a C++ `std::thread`, the closure of a Rust
+//! one, not the runtime's trampoline.
 //!
 //! It also hands the stalled worker's never-run tasks to the least loaded
 //! other worker (moving a task that has no frames is safe, docs/ARCHITECTURE.md §5.2),
@@ -58,58 +65,53 @@ pub fn reset_after_fork() {
     }
 }
 
-/// Where the function at `addr` is: its name if the dynamic symbol table
-/// has it, else `object+offset` (for `addr2line -e object offset`).
-fn describe(addr: usize) -> String {
-    // SAFETY: a zeroed Dl_info is a valid out-buffer; dladdr only reads
-    // the loader's tables.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    if unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0 {
-        return format!("{addr:#x}");
-    }
-    let cstr = |p: *const libc::c_char| {
-        // SAFETY: dladdr's strings are NUL-terminated and owned by the loader.
-        (!p.is_null()).then(|| {
-            unsafe { std::ffi::CStr::from_ptr(p) }
-                .to_string_lossy()
-                .into_owned()
-        })
-    };
-    if let Some(name) = cstr(info.dli_sname) {
-        return name;
-    }
-    let object = cstr(info.dli_fname).unwrap_or_default();
-    format!("{object}+{:#x}", addr - info.dli_fbase as usize)
-}
-
 fn run(rt: &'static Runtime) {
     let stall_ns = rt.config.stall_ms * 1_000_000;
     let period = (stall_ns / 4).clamp(5_000_000, 250_000_000);
-    // Per worker: the (task, switch count) last seen, and since when.
+    // Per worker: the (task, switch count) last seen and since when, which
+    // decides the hand-off of never-run tasks (the worker has not been back
+    // to its scheduler); and the same with the activity count added, which
+    // decides the report (a coroutine calling into corun is not stalled).
     let mut seen: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
+    let mut active: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
     let mut reported: Vec<(u64, u64)> = vec![(0, 0); rt.workers.len()];
     loop {
         let ts = crate::sys::ns_timespec(period);
         // SAFETY: real nanosleep on a valid timespec (a native thread).
         unsafe { crate::sys::real::nanosleep(&ts, std::ptr::null_mut()) };
         let now = now_ns();
+        super::startname::learn_pending();
         for (i, w) in rt.workers.iter().enumerate() {
             let id = w.running_id.load(Ordering::Relaxed);
+            if id != 0 {
+                super::startname::learn(w.running_start_addr.load(Ordering::Relaxed));
+            }
             let sw = w.switches.load(Ordering::Relaxed);
+            let act = sw.wrapping_add(super::stats::activity(w.index));
+            // Moving (or idle): a stall, if any, starts now at the latest.
+            let since = || {
+                w.running_since
+                    .load(Ordering::Relaxed)
+                    .max(now - period)
+                    .min(now)
+            };
             if id == 0 || (seen[i].0, seen[i].1) != (id, sw) {
-                // Moving (or idle): a stall, if any, starts now at the latest.
-                let since = w.running_since.load(Ordering::Relaxed).max(now - period);
-                seen[i] = (id, sw, since.min(now));
+                seen[i] = (id, sw, since());
+            }
+            if id == 0 || (active[i].0, active[i].1) != (id, act) {
+                active[i] = (id, act, since());
+            }
+            if id == 0 || now.saturating_sub(seen[i].2) < stall_ns {
                 continue;
             }
-            let held = now.saturating_sub(seen[i].2);
             // The process's only coroutine may block its worker: it makes
             // its calls as natively (`sched::parking`) and nothing waits.
-            if held < stall_ns || super::alone() {
+            if super::alone() {
                 continue;
             }
-            if reported[i] != (id, sw) {
-                reported[i] = (id, sw);
+            let held = now.saturating_sub(active[i].2);
+            if held >= stall_ns && reported[i] != (id, act) {
+                reported[i] = (id, act);
                 report(w, id, held);
             }
             hand_off(rt, w);
@@ -118,12 +120,10 @@ fn run(rt: &'static Runtime) {
 }
 
 fn report(w: &Worker, id: u64, held_ns: u64) {
+    super::stats::stalled();
     let addr = w.running_start_addr.load(Ordering::Relaxed);
-    let func = if addr == 0 {
-        "main".to_string()
-    } else {
-        describe(addr)
-    };
+    let arg = super::sigdispatch::find_id(id).map_or(0, |t| t.start_arg.load(Ordering::Relaxed));
+    let func = super::startname::start_name(addr, arg);
     raw_stderr(
         format!(
             "corun: worker {} stalled for {} ms in coroutine {} (started at {}); other coroutines there wait\n",

@@ -948,6 +948,7 @@ fn spawn_at(
             wake_one(rt);
         }
     }
+    super::stats::spawned();
     Ok(t)
 }
 
@@ -986,38 +987,7 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static Runtime>
     rt.workers[0].started.store(true, Ordering::Release);
     rt.workers[0].attach();
     if rt.config.stats {
-        extern "C" fn print_stats() {
-            if let Some(rt) = runtime() {
-                let mut out = String::from("corun stats:\n");
-                for w in &rt.workers {
-                    out.push_str(&format!(
-                        "  worker {}: {} (tid {}), {} resumes, {} live tasks\n",
-                        w.index,
-                        if w.started.load(Ordering::Relaxed) {
-                            "started"
-                        } else {
-                            "never started"
-                        },
-                        w.tid.load(Ordering::Relaxed),
-                        w.switches.load(Ordering::Relaxed),
-                        w.load.load(Ordering::Relaxed),
-                    ));
-                }
-                out.push_str(&format!(
-                    "  tasks created: {}; blocking-pool threads: {}\n",
-                    super::task::created(),
-                    super::blocking::threads()
-                ));
-                out.push_str(&format!(
-                    "  blocking-pool jobs: {}; path calls answered from the kernel's caches: {}\n",
-                    super::blocking::jobs(),
-                    super::blocking::inline_answers()
-                ));
-                crate::sys::raw_stderr(out.as_bytes());
-            }
-        }
-        // SAFETY: registering a plain extern "C" function with no arguments.
-        unsafe { libc::atexit(print_stats) };
+        super::stats::print_at_exit();
     }
     Ok(rt)
 }

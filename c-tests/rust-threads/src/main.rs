@@ -12,6 +12,10 @@
 //! Output is deterministic (sums, counts, orders that the program itself
 //! imposes). Each check that fails prints a FAIL line; the exit status is 1
 //! if any failed.
+//!
+//! `rust-threads spin MS`: a thread spins 300 ms, then another spins MS ms
+//! in `spin_for`, each joined by main (for the watchdog's message,
+//! scripts/tests/watchdog.sh: it learns std's thread start from the first).
 
 use std::cell::Cell;
 use std::collections::{HashSet, VecDeque};
@@ -533,7 +537,26 @@ fn park_unpark() {
     println!("park/unpark: {n} threads woke in reverse order: {reverse}; unpark before park kept: {token}");
 }
 
+/// Computes for `ms` ms without a call corun could park in.
+#[inline(never)]
+fn spin_for(ms: u64) -> u64 {
+    let t0 = std::time::Instant::now();
+    let mut x = 0u64;
+    while t0.elapsed() < Duration::from_millis(ms) {
+        x = std::hint::black_box(x + 1);
+    }
+    x
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "spin" {
+        let ms: u64 = args[2].parse().expect("spin MS");
+        thread::spawn(|| spin_for(300)).join().expect("joined");
+        let n = thread::spawn(move || spin_for(ms)).join().expect("joined");
+        println!("spun {ms} ms: {}", n > 0);
+        return;
+    }
     spawn_join();
     sync();
     channels();

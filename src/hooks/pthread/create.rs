@@ -206,6 +206,8 @@ pub unsafe extern "C" fn pthread_create(
         thread_end();
         r
     }));
+    // Before the spawn: once it runs, the thread may free what arg points to.
+    let kept = sched::startname::creation_arg(start as usize, arg);
     LIVE.fetch_add(1, Ordering::AcqRel);
     let task = match sched::spawn_thread(entry, stack, start as usize) {
         Ok(t) => t,
@@ -217,6 +219,7 @@ pub unsafe extern "C" fn pthread_create(
         }
     };
     let id = task.id;
+    task.start_arg.store(kept, Ordering::Relaxed);
     if detached {
         let _ = sched::detach(&task);
     }
@@ -293,6 +296,7 @@ pub(super) fn main_exit() -> ! {
             if n == 0 {
                 break;
             }
+            crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Join, 0);
             sync::wait(live, n, None);
         }
     }

@@ -32,6 +32,7 @@ pub(super) fn join_coroutine(
             if poll {
                 return libc::EBUSY;
             }
+            crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Join, id);
             let w = sync::wait_cancelable(&rec.finished, 0, deadline);
             if let Some(me) = me {
                 sched::identity::cancel_point(&me.ident);

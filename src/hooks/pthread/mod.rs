@@ -244,6 +244,18 @@ fn rec_of(id: u64) -> Option<Arc<ThreadRec>> {
     lookup(id).map(|(_, r)| r)
 }
 
+/// The name a program gave coroutine thread `id` (`corun dump`), None if
+/// it has none but the one every thread inherits (the process's).
+pub(crate) fn name_of(id: u64) -> Option<String> {
+    let (_, rec) = lookup(id)?;
+    let name = *lock(&rec.name);
+    if name == process_name() {
+        return None;
+    }
+    let end = name.iter().position(|&b| b == 0).unwrap_or(NAME_LEN);
+    Some(String::from_utf8_lossy(&name[..end]).into_owned())
+}
+
 /// A new thread's name: natively it inherits its creator's.
 fn inherited_name() -> [u8; NAME_LEN] {
     if let Some(t) = current() {

@@ -71,6 +71,10 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_in
         libc::PTHREAD_BARRIER_SERIAL_THREAD
     } else {
         while w.generation.load(Ordering::Acquire) == g {
+            crate::sched::waitdesc::describe(
+                crate::sched::waitdesc::Cause::Barrier,
+                w.generation.as_ptr() as u64,
+            );
             sync::wait(&w.generation, g, None);
         }
         0

@@ -42,6 +42,7 @@ unsafe fn cond_wait(
     if r != 0 {
         return r;
     }
+    crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Cond, c as u64);
     let w = sync::wait_cancelable(seq, s, deadline);
     // SAFETY: the caller's mutex.
     unsafe { lock_any(m) };

@@ -51,6 +51,10 @@ fn raw_lock(word: &AtomicU32, deadline: Option<Deadline>) -> c_int {
         if word.swap(2, Ordering::Acquire) == 0 {
             return 0;
         }
+        crate::sched::waitdesc::describe(
+            crate::sched::waitdesc::Cause::Mutex,
+            word.as_ptr() as u64,
+        );
         if sync::wait(word, 2, deadline) == WaitResult::TimedOut {
             return if word.swap(2, Ordering::Acquire) == 0 {
                 0

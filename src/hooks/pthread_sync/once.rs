@@ -37,6 +37,7 @@ pub unsafe extern "C" fn pthread_once(
             }
             continue;
         }
+        crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Once, w.as_ptr() as u64);
         sync::wait(w, s, None);
     }
 }

@@ -41,6 +41,10 @@ fn rw_sleep(w: &RwWords, blocked: impl Fn(u32) -> bool, deadline: Option<Deadlin
     let q = w.seq.load(Ordering::SeqCst);
     let mut ok = true;
     if blocked(w.state.load(Ordering::SeqCst)) {
+        crate::sched::waitdesc::describe(
+            crate::sched::waitdesc::Cause::RwLock,
+            w as *const RwWords as u64,
+        );
         ok = sync::wait(&w.seq, q, deadline) != WaitResult::TimedOut;
     }
     w.sleepers.fetch_sub(1, Ordering::SeqCst);

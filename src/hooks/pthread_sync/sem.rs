@@ -63,6 +63,10 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
             }
         }
         w.nwaiters.fetch_add(1, Ordering::SeqCst);
+        crate::sched::waitdesc::describe(
+            crate::sched::waitdesc::Cause::Sem,
+            w.value.as_ptr() as u64,
+        );
         let r = sync::wait_cancelable(&w.value, 0, deadline);
         w.nwaiters.fetch_sub(1, Ordering::SeqCst);
         if let Some(t) = crate::sched::current() {

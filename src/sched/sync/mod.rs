@@ -313,6 +313,7 @@ fn park_on_as(
     deadline: Option<Deadline>,
 ) -> WaitResult {
     let addr = word.as_ptr() as usize;
+    super::waitdesc::describe_default(super::waitdesc::Cause::Futex, addr as u64);
     let at = AtomicUsize::new(addr);
     let me = current_id();
     let mut my_token = 0;

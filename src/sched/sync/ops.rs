@@ -177,6 +177,12 @@ pub fn park_on_any(
         at.store(w.as_ptr() as usize, Ordering::Relaxed);
     }
     PARKED.fetch_add(1, Ordering::SeqCst);
+    if let Some((w, _)) = words.first() {
+        crate::sched::waitdesc::describe_default(
+            crate::sched::waitdesc::Cause::Futex,
+            w.as_ptr() as u64,
+        );
+    }
     let mut queued = 0;
     let woken = park(
         |w| {

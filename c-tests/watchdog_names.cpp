@@ -1,0 +1,86 @@
+// watchdog_names - threads that hold their worker, for corun's watchdog
+// messages (scripts/tests/watchdog.sh):
+//   lambda MS   a std::thread running a lambda spins MS ms; main joins it
+//   fnptr MS    a std::thread running the function spin_for spins MS ms
+//   yield MS    a std::thread calls sched_yield for MS ms (nothing else runs)
+//   create N    main creates N threads (64 KiB stacks) without a pause,
+//               then joins them all
+// Each prints one line saying what it did; natively the same.
+#include <pthread.h>
+#include <sched.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+static long elapsed_ms(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+        .count();
+}
+
+// A named function, not inlined, so its symbol is what names the thread.
+__attribute__((noinline)) void spin_for(long ms)
+{
+    auto t0 = std::chrono::steady_clock::now();
+    volatile unsigned long x = 0;
+    while (elapsed_ms(t0) < ms)
+        x = x + 1;
+}
+
+static void *nothing(void *) { return nullptr; }
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: %s lambda|fnptr|yield|create N\n", argv[0]);
+        return 2;
+    }
+    const char *mode = argv[1];
+    long n = std::atol(argv[2]);
+    if (!std::strcmp(mode, "lambda")) {
+        std::thread t([n] {
+            auto t0 = std::chrono::steady_clock::now();
+            volatile unsigned long x = 0;
+            while (elapsed_ms(t0) < n)
+                x = x + 1;
+        });
+        t.join();
+        std::printf("lambda spun %ld ms\n", n);
+    } else if (!std::strcmp(mode, "fnptr")) {
+        std::thread t(spin_for, n);
+        t.join();
+        std::printf("spin_for spun %ld ms\n", n);
+    } else if (!std::strcmp(mode, "yield")) {
+        long yields = 0;
+        std::thread t([n, &yields] {
+            auto t0 = std::chrono::steady_clock::now();
+            while (elapsed_ms(t0) < n) {
+                sched_yield();
+                yields++;
+            }
+        });
+        t.join();
+        std::printf("yielded for %ld ms: %s\n", n, yields > 0 ? "yes" : "no");
+    } else if (!std::strcmp(mode, "create")) {
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setstacksize(&a, 64 * 1024);
+        std::vector<pthread_t> ts(n);
+        long made = 0;
+        for (long i = 0; i < n; i++)
+            if (pthread_create(&ts[i], &a, nothing, nullptr) == 0)
+                made++;
+            else
+                break;
+        for (long i = 0; i < made; i++)
+            pthread_join(ts[i], nullptr);
+        std::printf("created and joined %s threads\n", made == n ? "all" : "NOT all");
+    } else {
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,69 @@
+# corun dump PID: a program whose threads wait on a pipe read, a mutex, a
+# sleep and a join (c-tests/parked_threads.c dump) shows each with the
+# right cause and object (the fd, the mutex's address, the joined
+# coroutine), main parked on its read of stdin, and the statistics; the
+# dump file is 0600 and removed after; the program goes on and ends as
+# natively. Without CORUN_DUMP_SIGNAL, corun dump says so.
+source "$(dirname "$0")/../lib.sh"
+CORUN="$ROOT/scripts/corun"
+printf 'ready\nevery thread finished\n' >"$TMPD/want"
+"$BIN/parked_threads" dump <<<"x" >"$TMPD/native" 2>/dev/null || fail "natively"
+diff -u "$TMPD/want" "$TMPD/native" || fail "natively: not the expected output"
+
+# start_program W: parked_threads dump under corun with W workers, stdin a
+# fifo held open by this shell (fd 7); sets PID once it printed "ready".
+start_program() {
+    rm -f "$TMPD/fifo"; mkfifo "$TMPD/fifo"
+    local envs=(-u CORUN_WORKERS); [ "$1" = default ] || envs=(CORUN_WORKERS="$1")
+    env "${envs[@]}" CORUN_DUMP_SIGNAL=USR2 LD_PRELOAD="$LIB" "$BIN/parked_threads" dump \
+        <"$TMPD/fifo" >"$TMPD/out" 2>"$TMPD/err" &
+    PID=$!
+    exec 7>"$TMPD/fifo"
+    for _ in $(seq 1 200); do grep -q ready "$TMPD/out" && return 0; sleep 0.05; done
+    fail "workers=$1: the program never got ready: $(cat "$TMPD/err")"
+}
+finish_program() {
+    echo x >&7; exec 7>&-
+    wait "$PID" || fail "workers=$1: the program failed after the dump: $(cat "$TMPD/err")"
+    diff -u "$TMPD/want" "$TMPD/out" || fail "workers=$1: not the native output"
+}
+for w in 1 default; do
+    start_program $w
+    fd=$(sed -n 's/^pipe fd \([0-9]*\)$/\1/p' "$TMPD/err")
+    mutex=$(sed -n 's/^mutex \(0x[0-9a-f]*\)$/\1/p' "$TMPD/err")
+    "$CORUN" dump "$PID" >"$TMPD/dump" || fail "workers=$w: corun dump failed"
+    cat "$TMPD/dump"
+    has() { grep -q -- "$1" "$TMPD/dump" || fail "workers=$w: the dump has no line matching '$1'"; }
+    has "^corun dump of pid $PID: 5 coroutines, "
+    has "^worker 0: started, tid $PID, "
+    has "^coroutine 1 (started at main), worker 0: parked on fd 0 (read) for [0-9.]* s$"
+    has "^coroutine [0-9]* \"reader\" (started at reader), worker [0-9]*: parked on fd $fd (read) for [0-9.]* s$"
+    has "^coroutine [0-9]* \"locker\" (started at locker), worker [0-9]*: parked on mutex $mutex for [0-9.]* s$"
+    has "^coroutine [0-9]* \"sleeper\" (started at sleeper), worker [0-9]*: parked on timer, due in [0-9]* ms for [0-9.]* s$"
+    reader=$(sed -n 's/^coroutine \([0-9]*\) "reader".*/\1/p' "$TMPD/dump")
+    has "^coroutine [0-9]* \"joiner\" (started at joiner), worker [0-9]*: parked on join of coroutine $reader for [0-9.]* s$"
+    has "^  parks on mutex: 1$"
+    has "^  coroutines spawned: 4$"
+    [ ! -e "/tmp/corun-$PID.dump" ] || fail "workers=$w: corun dump left its file"
+    # The file itself, asked for with the signal: the owner's only.
+    kill -USR2 "$PID"
+    for _ in $(seq 1 200); do [ -f "/tmp/corun-$PID.dump" ] && break; sleep 0.05; done
+    [ "$(stat -c '%a %u' "/tmp/corun-$PID.dump")" = "600 $(id -u)" ] || fail "workers=$w: dump file mode/owner: $(stat -c '%a %u' "/tmp/corun-$PID.dump")"
+    rm -f "/tmp/corun-$PID.dump"
+    finish_program $w
+    ok "workers=$w: the dump names each wait; the program then ended as natively"
+done
+
+# No CORUN_DUMP_SIGNAL: corun dump refuses, and the program is untouched.
+rm -f "$TMPD/fifo"; mkfifo "$TMPD/fifo"
+LD_PRELOAD="$LIB" "$BIN/parked_threads" dump <"$TMPD/fifo" >"$TMPD/out" 2>"$TMPD/err" &
+PID=$!
+exec 7>"$TMPD/fifo"
+for _ in $(seq 1 200); do grep -q ready "$TMPD/out" && break; sleep 0.05; done
+set +e
+"$CORUN" dump "$PID" >"$TMPD/dump" 2>"$TMPD/dump.err"
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "was not started with CORUN_DUMP_SIGNAL set" "$TMPD/dump.err" || fail "without CORUN_DUMP_SIGNAL: exit $rc: $(cat "$TMPD/dump.err")"
+finish_program off
+ok "without CORUN_DUMP_SIGNAL, corun dump says so and the program is untouched"

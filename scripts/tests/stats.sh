@@ -1,0 +1,39 @@
+# CORUN_STATS=1 prints, at exit, counts that match a program whose waits
+# are known: 100 threads each park once on a pipe read while main sleeps
+# 200 ms, then main writes each its byte and joins them. The program prints
+# the same natively and under corun (one worker and the default);
+# CORUN_STATS=0 prints nothing.
+source "$(dirname "$0")/../lib.sh"
+"$BIN/parked_threads" stats 100 >"$TMPD/native" || fail "natively"
+grep -qx "100 threads each read their byte" "$TMPD/native" || fail "natively: $(cat "$TMPD/native")"
+# stat NAME FILE: the value of "  NAME: value" in a report.
+stat() { sed -n "s/^  $1: \([0-9]*\)\$/\1/p" "$2"; }
+for w in 1 default; do
+    envs=(-u CORUN_WORKERS); [ $w = default ] || envs=(CORUN_WORKERS=$w)
+    env "${envs[@]}" CORUN_STATS=1 LD_PRELOAD="$LIB" timeout 60 "$BIN/parked_threads" stats 100 >"$TMPD/out.$w" 2>"$TMPD/err.$w" \
+        || fail "workers=$w: exit $?: $(cat "$TMPD/err.$w")"
+    cmp -s "$TMPD/native" "$TMPD/out.$w" || fail "workers=$w: stdout differs from the native one"
+    cat "$TMPD/err.$w"
+    grep -qx "corun stats:" "$TMPD/err.$w" || fail "workers=$w: no report"
+    spawned=$(stat "coroutines spawned" "$TMPD/err.$w")
+    peak=$(stat "coroutines alive at most" "$TMPD/err.$w")
+    switches=$(stat "context switches" "$TMPD/err.$w")
+    fdread=$(stat "parks on fd read" "$TMPD/err.$w")
+    timer=$(stat "parks on timer" "$TMPD/err.$w")
+    parks=$(stat "parks" "$TMPD/err.$w")
+    stalls=$(stat "stalls reported" "$TMPD/err.$w")
+    # Every thread was made by main (not main itself); all 100 and main were
+    # alive at once (each waits for main's byte); each thread ran at least
+    # twice (before and after its read parked); each read parked once.
+    [ "$spawned" = 100 ] || fail "workers=$w: spawned $spawned, expected 100"
+    [ "$peak" = 101 ] || fail "workers=$w: at most $peak alive, expected 101"
+    [ "${switches:-0}" -ge 200 ] || fail "workers=$w: $switches switches, expected 200 or more"
+    [ "${fdread:-0}" -ge 100 ] || fail "workers=$w: $fdread parks on fd read, expected 100 or more"
+    [ "${timer:-0}" -ge 1 ] || fail "workers=$w: $timer parks on timer (main's sleep), expected 1 or more"
+    [ "$parks" -ge $((fdread + timer)) ] || fail "workers=$w: $parks parks in all, fewer than by cause"
+    [ "$stalls" = 0 ] || fail "workers=$w: $stalls stalls"
+    ok "workers=$w: spawned $spawned, peak $peak, $switches switches, $fdread parks on fd read, $timer on timer"
+done
+CORUN_STATS=0 LD_PRELOAD="$LIB" "$BIN/parked_threads" stats 10 >/dev/null 2>"$TMPD/err0" || fail "CORUN_STATS=0 run"
+[ ! -s "$TMPD/err0" ] || fail "CORUN_STATS=0 printed: $(cat "$TMPD/err0")"
+ok "CORUN_STATS=0: nothing"
