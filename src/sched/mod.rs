@@ -1,13 +1,18 @@
 //! The scheduler: per-worker run queues, timers and epoll netpollers.
 //!
-//! Read in this order: `task.rs` (the park/wake protocol), `worker.rs` (the
-//! loop, placement and cross-worker wake-ups), `park.rs` (the API the hooks
-//! use), `fdtable.rs` (per-fd readiness and waiters), `timers.rs`,
-//! `signals.rs` (who takes a signal, how a park is interrupted; with
-//! `sigmask.rs` and `siginfo.rs`).
+//! Read in this order: `task.rs` (the park/wake protocol), `worker.rs` (a
+//! worker's state and the sleep/wake protocol), `run_loop.rs` (the loop),
+//! `resume.rs` (running one task), `spawn.rs` (placement and cross-worker
+//! wake-ups), `netpoller.rs`, `park.rs` (the API the hooks use),
+//! `fdtable.rs` (per-fd readiness and waiters), `timers.rs`, `signals.rs`
+//! (who takes a signal, how a park is interrupted; with `sigmask.rs` and
+//! `siginfo.rs`).
 //!
 //! Nothing here knows about hooks or libc names: a hook asks to park until
-//! an fd is ready or a deadline passes, and the scheduler wakes it.
+//! an fd is ready or a deadline passes, and the scheduler wakes it. Inside,
+//! arrows run one way: the core (`runtime.rs`, `worker.rs`, `run_loop.rs`,
+//! `resume.rs`, `spawn.rs`, `netpoller.rs`, `stack_pool.rs`) never calls
+//! fork, the watchdog or the blocking pool; `start` below plugs them in.
 
 pub mod blocking;
 pub mod chan;
@@ -17,13 +22,19 @@ pub mod deadline;
 pub mod fdtable;
 pub mod fork;
 pub mod identity;
+pub mod netpoller;
 pub mod park;
+pub mod resume;
+pub mod run_loop;
 pub mod run_queue;
+pub mod runtime;
 pub mod scope;
 pub mod sigdispatch;
 pub mod siginfo;
 pub mod sigmask;
 pub mod signals;
+pub mod spawn;
+pub mod stack_pool;
 pub mod sync;
 pub mod task;
 pub mod timers;
@@ -38,9 +49,58 @@ pub use park::{
     interrupt_cancelable, park, park_cancelable, park_until_any_ready, park_until_ready,
     sleep_until, yield_now, FdWait, Woken,
 };
+pub use runtime::{run_until_done, runtime};
+pub use spawn::{spawn, spawn_main, spawn_thread};
 pub use task::{Entry, Task, TaskRef};
 pub use waiter::{ThreadParker, Waiter};
-pub use worker::{runtime, spawn, spawn_thread};
+
+/// Starts the runtime with this thread as worker 0, with the layers above
+/// the core plugged in: a forked child ends with its last thread (`fork`),
+/// the first spawn starts the watchdog, CORUN_STATS prints a report at exit.
+pub fn start(config: crate::config::Config) -> std::io::Result<&'static runtime::Runtime> {
+    let plugins = runtime::Plugins {
+        task_ended: fork::task_ended,
+        spawned: watchdog::ensure_started,
+    };
+    let rt = runtime::start(config, plugins)?;
+    if rt.config.stats {
+        // SAFETY: registering a plain extern "C" function with no arguments.
+        unsafe { libc::atexit(print_stats) };
+    }
+    Ok(rt)
+}
+
+/// The CORUN_STATS report, at exit.
+extern "C" fn print_stats() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(rt) = runtime() else { return };
+    let mut out = String::from("corun stats:\n");
+    for w in &rt.workers {
+        out.push_str(&format!(
+            "  worker {}: {} (tid {}), {} resumes, {} live tasks\n",
+            w.index,
+            if w.started.load(Relaxed) {
+                "started"
+            } else {
+                "never started"
+            },
+            w.tid.load(Relaxed),
+            w.switches.load(Relaxed),
+            w.load.load(Relaxed),
+        ));
+    }
+    out.push_str(&format!(
+        "  tasks created: {}; blocking-pool threads: {}\n",
+        task::created(),
+        blocking::threads()
+    ));
+    out.push_str(&format!(
+        "  blocking-pool jobs: {}; path calls answered from the kernel's caches: {}\n",
+        blocking::jobs(),
+        blocking::inline_answers()
+    ));
+    crate::sys::raw_stderr(out.as_bytes());
+}
 
 /// Whether the running coroutine is the only live one in the process (a
 /// program that never made a thread, a forked child before it makes any):

@@ -28,7 +28,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::worker::{Runtime, Worker};
+use super::runtime::Runtime;
+use super::worker::Worker;
 use crate::sys::{now_ns, raw_stderr};
 
 static STARTED: AtomicBool = AtomicBool::new(false);
@@ -152,7 +153,8 @@ fn hand_off(rt: &'static Runtime, stalled: &'static Worker) {
             .iter()
             .min_by_key(|w| w.load.load(Ordering::Relaxed))
             .expect("not empty");
-        if !target.started.load(Ordering::Acquire) && super::worker::ensure_started(target).is_err()
+        if !target.started.load(Ordering::Acquire)
+            && super::runtime::ensure_started(target).is_err()
         {
             stalled.place_remote(t);
             return;

@@ -1,0 +1,189 @@
+//! The scheduler loop a worker runs: which task next, when to poll, when
+//! to steal, when to sleep.
+//!
+//! Run a task from the queues; every `POLL_EVERY` tasks, or when there is
+//! nothing to run, poll the netpoller (without blocking when work remains)
+//! and fire expired timers; when idle, steal never-run tasks from the
+//! others, watch the shared queues a few microseconds if another worker
+//! is awake (`spin_for_work`), then sleep until the next timer
+//! (docs/ARCHITECTURE.md §4).
+
+use std::sync::atomic::Ordering;
+
+use crossbeam_deque::Steal;
+
+use super::runtime::{runtime, Runtime};
+use super::task::TaskRef;
+use super::worker::{steal_one, Worker};
+
+/// Run this many tasks between netpoller checks when busy.
+pub(super) const POLL_EVERY: u64 = 61;
+/// How long an idle worker watches for work before sleeping, and how often
+/// it looks at its epoll meanwhile.
+const SPIN_NS: u64 = 50_000;
+const SPIN_POLL_NS: u64 = 5_000;
+/// Never-run tasks of a worker held by one task this long may be stolen.
+const STEAL_AFTER_NS: u64 = 1_000_000;
+
+impl Worker {
+    /// The scheduler loop; returns when `stop` says so (worker 0, when main
+    /// is done) or never.
+    pub(super) fn run(&'static self, stop: &dyn Fn() -> bool) {
+        let rt = runtime().expect("runtime started before its workers");
+        loop {
+            super::sigdispatch::worker_tick(&self.sig_epoch);
+            if stop() {
+                return;
+            }
+            if let Some(t) = self.next_task(rt) {
+                self.run_task(t);
+                if self.local.tick.get().is_multiple_of(POLL_EVERY) {
+                    self.poll(rt, false);
+                }
+                continue;
+            }
+            self.poll(rt, false);
+            if !self.local.run_queue.borrow().is_empty() {
+                continue;
+            }
+            if let Some(t) = self.steal_from_others(rt) {
+                self.run_task(t);
+                continue;
+            }
+            if stop() {
+                return;
+            }
+            if self.spin_for_work(rt) {
+                continue;
+            }
+            self.poll(rt, true);
+        }
+    }
+
+    fn next_task(&self, rt: &Runtime) -> Option<TaskRef> {
+        let tick = self.local.tick.get().wrapping_add(1);
+        self.local.tick.set(tick);
+        if tick.is_multiple_of(POLL_EVERY) {
+            // Fairness: shared queues and never-run tasks get a turn even
+            // when the local queue never drains; so do tasks woken from
+            // other threads (the blocking pool, other workers), which join
+            // the back of the local queue.
+            self.drain_inbox();
+            if let Some(t) = steal_one(&self.placed).or_else(|| steal_one(&rt.global)) {
+                return Some(t);
+            }
+            if let Some(t) = self.local.fresh.pop() {
+                return Some(t);
+            }
+        }
+        if let Some(t) = self.local.run_queue.borrow_mut().pop() {
+            return Some(t);
+        }
+        if !self.inbox.is_empty() {
+            self.drain_inbox();
+            if let Some(t) = self.local.run_queue.borrow_mut().pop() {
+                return Some(t);
+            }
+        }
+        if let Some(t) = self.local.fresh.pop() {
+            return Some(t);
+        }
+        steal_one(&self.placed).or_else(|| steal_one(&rt.global))
+    }
+
+    /// Moves up to 256 tasks woken from other threads to the back of the
+    /// local run queue.
+    fn drain_inbox(&self) {
+        if self.inbox.is_empty() {
+            return;
+        }
+        let mut rq = self.local.run_queue.borrow_mut();
+        for _ in 0..256 {
+            match steal_one(&self.inbox) {
+                Some(t) => rq.push(t),
+                None => break,
+            }
+        }
+    }
+
+    /// Takes a never-run task from another worker that is busy: one that
+    /// has been running the same task for a while, so its queue waits. An
+    /// idle or switching worker runs its own queue soon enough, and taking
+    /// its tasks would undo placement.
+    fn steal_from_others(&self, rt: &Runtime) -> Option<TaskRef> {
+        let n = rt.workers.len();
+        let now = crate::sys::now_ns();
+        for k in 1..n {
+            let v = rt.workers[(self.index + k) % n];
+            let busy = v.running_id.load(Ordering::Relaxed) != 0
+                && now.saturating_sub(v.running_since.load(Ordering::Relaxed)) > STEAL_AFTER_NS;
+            if !busy {
+                continue;
+            }
+            let t = loop {
+                match v.fresh_stealer.steal() {
+                    Steal::Success(t) => break Some(t),
+                    Steal::Retry => continue,
+                    Steal::Empty => break steal_one(&v.placed),
+                }
+            };
+            if let Some(t) = t {
+                v.load.fetch_sub(1, Ordering::Relaxed);
+                self.load.fetch_add(1, Ordering::Relaxed);
+                t.set_home(self.index);
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Before sleeping, watch the shared queues for a few microseconds if
+    /// another worker is awake: handing work to a worker asleep in
+    /// epoll costs an eventfd write and a kernel wake-up (~50 us on a VM,
+    /// the unpinned eventfd ping-pong baseline of `make bench`), which
+    /// dominated spawn+join and join-style wake-ups across workers. Go's
+    /// idle Ps spin the same way. Returns true if work arrived.
+    fn spin_for_work(&'static self, rt: &Runtime) -> bool {
+        // Another worker awake (running, or about to) may hand us work.
+        let others_run = rt.workers.iter().any(|w| {
+            w.index != self.index
+                && w.started.load(Ordering::Relaxed)
+                && !w.dead.load(Ordering::Relaxed)
+                && !w.sleeping.load(Ordering::Relaxed)
+        });
+        let timer_soon = self
+            .local
+            .timers
+            .borrow()
+            .next_deadline()
+            .is_some_and(|d| d <= self.local.clock.get() + SPIN_NS);
+        if !others_run || timer_soon {
+            return false;
+        }
+        let start = crate::sys::now_ns();
+        let mut next_poll = start + SPIN_POLL_NS;
+        loop {
+            for _ in 0..64 {
+                if self.has_shared_work(rt) {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+            let now = crate::sys::now_ns();
+            if now >= next_poll {
+                // Readiness of fds registered here arrives through this
+                // worker's epoll, not its queues: look there too, or the
+                // spin would delay it (a pipe ping-pong across workers got
+                // 20% slower before this check).
+                self.poll(rt, false);
+                if !self.local.run_queue.borrow().is_empty() {
+                    return true;
+                }
+                next_poll = now + SPIN_POLL_NS;
+            }
+            if now - start > SPIN_NS {
+                return false;
+            }
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Placement: where a new task goes, and how a runnable task reaches its
+//! worker from any thread.
+//!
+//! A spawn goes to the least loaded worker (load = live tasks homed
+//! there); ties stay local, which keeps spawn+join on one thread cheap. A
+//! worker held by one task for longer than `BUSY_NS` counts as full. A
+//! woken task goes back to its home worker: pushed on its local queue when
+//! the waker is that worker, else on its inbox, with `notify`
+//! (docs/ARCHITECTURE.md §4).
+
+use std::sync::atomic::Ordering;
+
+use crate::ctx::tls;
+
+use super::runtime::{ensure_started, runtime, Runtime};
+use super::stack_pool::shared_stack;
+use super::task::{Entry, Task, TaskRef, NO_HOME};
+use super::worker::{current_worker, Worker};
+
+/// A worker running one task for longer than this is not given new tasks.
+const BUSY_NS: u64 = 2_000_000;
+
+/// Puts a runnable task back on its home worker's queue (any thread).
+pub fn schedule(t: TaskRef) {
+    let home = t.home();
+    if let Some(w) = current_worker() {
+        if w.index == home {
+            w.push_local(t);
+            return;
+        }
+    }
+    let rt = match runtime() {
+        Some(rt) => rt,
+        None => return,
+    };
+    if home == NO_HOME || home >= rt.workers.len() {
+        rt.global.push(t);
+        wake_one(rt);
+        return;
+    }
+    let w = rt.workers[home];
+    w.inbox.push(t);
+    w.notify();
+}
+
+/// Wakes every sleeping worker (async-signal-safe: atomics and eventfd
+/// writes).
+pub fn notify_all() {
+    if let Some(rt) = runtime() {
+        for w in &rt.workers {
+            w.notify();
+        }
+    }
+}
+
+/// Wakes worker `home` if it sleeps (any worker for a task with no home
+/// yet). Async-signal-safe.
+pub fn notify_home(home: usize) {
+    match runtime() {
+        Some(rt) if home < rt.workers.len() => rt.workers[home].notify(),
+        _ => notify_all(),
+    }
+}
+
+fn wake_one(rt: &Runtime) {
+    for w in &rt.workers {
+        if w.sleeping.load(Ordering::SeqCst) {
+            w.notify();
+            return;
+        }
+    }
+}
+
+/// Makes a new task and places it; fails (errno) when no stack can be had.
+pub fn spawn(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
+    let start_addr = entry.start_addr();
+    spawn_at(entry, stack_size, start_addr, false)
+}
+
+/// Spawns a thread (`pthread_create`): like `spawn`, and the task gets TLS
+/// and a glibc descriptor of its own when it first runs (`ctx::tls`).
+pub fn spawn_thread(entry: Entry, stack_size: usize, start_addr: usize) -> Result<TaskRef, i32> {
+    spawn_at(entry, stack_size, start_addr, true)
+}
+
+/// Gives a new task its stack now, so that a spawn fails (with the errno a
+/// `pthread_create` would report) when none can be had: from the spawning
+/// worker's pool, or the shared one.
+fn reserve_stack(t: &Task, me: Option<&Worker>) -> Result<(), i32> {
+    let stack = match me {
+        Some(w) => w.get_stack(t.stack_size),
+        None => shared_stack(t.stack_size),
+    };
+    let s = stack.map_err(|e| e.raw_os_error().unwrap_or(libc::EAGAIN))?;
+    // SAFETY: the task is not shared yet.
+    unsafe { *t.stack.get() = Some(s) };
+    Ok(())
+}
+
+/// `spawn`, naming the start routine for the watchdog (`pthread_create`
+/// wraps the program's routine in a Rust entry).
+fn spawn_at(
+    entry: Entry,
+    stack_size: usize,
+    start_addr: usize,
+    thread: bool,
+) -> Result<TaskRef, i32> {
+    let rt: &'static Runtime = runtime().ok_or(libc::EAGAIN)?;
+    let t = Task::with_start_addr(entry, stack_size, start_addr);
+    t.ident.own_tls.set(thread && tls::available());
+    let me = current_worker();
+    reserve_stack(&t, me)?;
+    super::signals::task_created(&t, super::signals::inherited_mask());
+    // Least loaded worker; ties go to the spawner's own. A worker held by
+    // one task for longer than BUSY_NS (computing, or blocked where corun
+    // cannot see) counts as full: a new task placed there would wait.
+    let now = if rt.workers.len() > 1 {
+        crate::sys::now_ns()
+    } else {
+        0
+    };
+    let effective = |w: &Worker| {
+        let busy = w.running_id.load(Ordering::Relaxed) != 0
+            && now.saturating_sub(w.running_since.load(Ordering::Relaxed)) > BUSY_NS;
+        w.load.load(Ordering::Relaxed) + if busy { 1 << 20 } else { 0 }
+    };
+    let mut target = me;
+    let mut best = me.map_or(usize::MAX, effective);
+    for w in rt
+        .workers
+        .iter()
+        .filter(|w| !w.dead.load(Ordering::Relaxed))
+    {
+        let l = effective(w);
+        if l < best {
+            best = l;
+            target = Some(w);
+        }
+    }
+    if let Some(w) = target {
+        if !w.started.load(Ordering::Acquire) && ensure_started(w).is_err() {
+            // No thread for it: keep the task where the spawner is.
+            target = me.or(Some(rt.workers[0]));
+        }
+    }
+    (rt.plugins.spawned)(rt);
+    match target {
+        Some(w) => {
+            w.load.fetch_add(1, Ordering::Relaxed);
+            t.set_home(w.index);
+            if me.is_some_and(|m| m.index == w.index) {
+                w.local.fresh.push(t.clone());
+            } else {
+                w.placed.push(t.clone());
+                w.notify();
+            }
+        }
+        None => {
+            rt.global.push(t.clone());
+            wake_one(rt);
+        }
+    }
+    Ok(t)
+}
+
+/// Spawns `main`'s task pinned to this worker (it must end on the thread
+/// that drives worker 0, which returns its status to glibc).
+pub fn spawn_main(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
+    let w = current_worker().ok_or(libc::EAGAIN)?;
+    let t = Task::new(entry, stack_size);
+    reserve_stack(&t, Some(w))?;
+    super::signals::main_created(&t);
+    w.load.fetch_add(1, Ordering::Relaxed);
+    t.set_home(w.index);
+    w.push_local(t.clone());
+    Ok(t)
+}
