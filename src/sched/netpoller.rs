@@ -1,12 +1,25 @@
 //! The netpoller: a worker's epoll instance, its wake-up eventfd, and the
 //! poll that turns readiness and expired timers into runnable tasks.
 //!
-//! Each fd is registered once, edge-triggered, with the epoll of the
-//! worker whose coroutine first waited on it (`park::enlist`); an event
-//! moves the fd's readiness sequence and wakes its waiters, whichever
-//! worker they live on (docs/ARCHITECTURE.md §4). The worker's own eventfd
-//! is registered too (`WAKE_KEY`): `Worker::notify` writes it when the
-//! worker sleeps.
+//! An fd is registered, edge-triggered, with the epoll of each worker that
+//! has had a coroutine waiting on it (`park::enlist`, once per worker and
+//! per generation of the fd); an event moves the fd's readiness sequence
+//! and wakes its waiters, whichever worker they live on
+//! (docs/ARCHITECTURE.md §4). The worker's own eventfd is registered too
+//! (`WAKE_KEY`): `Worker::notify` writes it when the worker sleeps.
+//!
+//! Why each waiting worker's epoll and not one shared netpoller (Go's
+//! choice): a coroutine stays on its worker, so the worker that polls an
+//! fd's events is the one that runs its waiter, and a wake is a push on
+//! the local queue; an idle worker sleeps in its own epoll and is woken
+//! only by its own fds (a shared epoll nested in every worker's would wake
+//! every sleeping worker for each event). The one fd a connection's
+//! coroutine waits on is registered once, as before; an fd waited on from
+//! several workers (a listener with acceptors everywhere, a pipe handed to
+//! another thread) costs one `epoll_ctl` per worker. Before, only the
+//! first waiter's worker watched the fd: a reader on another worker
+//! waited 2,001 ms for data that arrived at 350 ms while that first
+//! worker computed (`scripts/tests/readiness_busy_worker.sh`).
 //!
 //! A worker polls without blocking every `POLL_EVERY` tasks and whenever
 //! it has nothing to run; when idle it blocks here until the next timer,
