@@ -169,6 +169,9 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
         }
         j.claimed = true;
     }
+    if in_coroutine() {
+        spawn::take_for_join(t);
+    }
     loop {
         if in_coroutine() {
             park_cancelable(

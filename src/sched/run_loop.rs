@@ -42,11 +42,20 @@ impl Worker {
                 }
                 continue;
             }
-            self.poll(rt, false);
-            if !self.local.run_queue.borrow().is_empty() {
-                continue;
+            // Out of work: look at the netpoller, unless it was looked at
+            // a moment ago (the spin below looks every SPIN_POLL_NS). A
+            // worker whose coroutine parks to wait for another worker (a
+            // join, a channel) is back here at once, and the epoll_wait
+            // it made each time was on the path of the wake-up that
+            // follows.
+            let now = crate::sys::now_ns();
+            if now.saturating_sub(self.local.clock.get()) >= SPIN_POLL_NS {
+                self.poll(rt, false);
+                if !self.local.run_queue.borrow().is_empty() {
+                    continue;
+                }
             }
-            if let Some(t) = self.steal_from_others(rt) {
+            if let Some(t) = self.steal_from_others(rt, now) {
                 self.run_task(t);
                 continue;
             }
@@ -69,10 +78,10 @@ impl Worker {
             // other threads (the blocking pool, other workers), which join
             // the back of the local queue.
             self.drain_inbox();
-            if let Some(t) = steal_one(&self.placed).or_else(|| steal_one(&rt.global)) {
+            if let Some(t) = self.pop_placed(rt) {
                 return Some(t);
             }
-            if let Some(t) = self.local.fresh.pop() {
+            if let Some(t) = self.pop_fresh() {
                 return Some(t);
             }
         }
@@ -85,10 +94,29 @@ impl Worker {
                 return Some(t);
             }
         }
-        if let Some(t) = self.local.fresh.pop() {
-            return Some(t);
+        self.pop_fresh().or_else(|| self.pop_placed(rt))
+    }
+
+    /// A never-run task spawned here, skipping stale entries (tasks a
+    /// joiner took to run itself: `Task::take`).
+    fn pop_fresh(&self) -> Option<TaskRef> {
+        while let Some(t) = self.local.fresh.pop() {
+            if t.take(self.index) {
+                return Some(t);
+            }
         }
-        steal_one(&self.placed).or_else(|| steal_one(&rt.global))
+        None
+    }
+
+    /// A never-run task placed here by another thread, or from the global
+    /// queue, skipping stale entries.
+    fn pop_placed(&self, rt: &Runtime) -> Option<TaskRef> {
+        while let Some(t) = steal_one(&self.placed).or_else(|| steal_one(&rt.global)) {
+            if t.take(self.index) {
+                return Some(t);
+            }
+        }
+        None
     }
 
     /// Moves up to 256 tasks woken from other threads to the back of the
@@ -110,9 +138,8 @@ impl Worker {
     /// has been running the same task for a while, so its queue waits. An
     /// idle or switching worker runs its own queue soon enough, and taking
     /// its tasks would undo placement.
-    fn steal_from_others(&self, rt: &Runtime) -> Option<TaskRef> {
+    fn steal_from_others(&self, rt: &Runtime, now: u64) -> Option<TaskRef> {
         let n = rt.workers.len();
-        let now = crate::sys::now_ns();
         for k in 1..n {
             let v = rt.workers[(self.index + k) % n];
             let busy = v.running_id.load(Ordering::Relaxed) != 0
@@ -127,7 +154,7 @@ impl Worker {
                     Steal::Empty => break steal_one(&v.placed),
                 }
             };
-            if let Some(t) = t {
+            if let Some(t) = t.filter(|t| t.take(v.index)) {
                 v.load.fetch_sub(1, Ordering::Relaxed);
                 self.load.fetch_add(1, Ordering::Relaxed);
                 t.set_home(self.index);

@@ -148,7 +148,7 @@ fn hand_off(rt: &'static Runtime, stalled: &'static Worker) {
     if others.is_empty() {
         return;
     }
-    while let Some(t) = stalled.take_never_run() {
+    loop {
         let target = others
             .iter()
             .min_by_key(|w| w.load.load(Ordering::Relaxed))
@@ -156,9 +156,10 @@ fn hand_off(rt: &'static Runtime, stalled: &'static Worker) {
         if !target.started.load(Ordering::Acquire)
             && super::runtime::ensure_started(target).is_err()
         {
-            stalled.place_remote(t);
             return;
         }
-        target.place_remote(t);
+        if !stalled.move_never_run(target) {
+            return;
+        }
     }
 }

@@ -207,29 +207,28 @@ impl Worker {
             || !self.placed.is_empty()
     }
 
-    /// Takes one never-run task queued on this worker (any thread may).
-    pub(super) fn take_never_run(&self) -> Option<TaskRef> {
+    /// Moves one never-run task queued here to worker `to`'s queue (any
+    /// thread may); false when there is none left.
+    pub(super) fn move_never_run(&'static self, to: &'static Worker) -> bool {
         loop {
-            match self.fresh_stealer.steal() {
-                crossbeam_deque::Steal::Success(t) => {
-                    self.load.fetch_sub(1, Ordering::Relaxed);
-                    return Some(t);
-                }
+            let t = match self.fresh_stealer.steal() {
+                crossbeam_deque::Steal::Success(t) => t,
                 crossbeam_deque::Steal::Retry => continue,
-                crossbeam_deque::Steal::Empty => break,
+                crossbeam_deque::Steal::Empty => match steal_one(&self.placed) {
+                    Some(t) => t,
+                    None => return false,
+                },
+            };
+            // A stale entry (a joiner took the task) is dropped.
+            if t.reserve(self.index, to.index) {
+                self.load.fetch_sub(1, Ordering::Relaxed);
+                to.load.fetch_add(1, Ordering::Relaxed);
+                t.set_home(to.index);
+                to.placed.push(t);
+                to.notify();
+                return true;
             }
         }
-        let t = steal_one(&self.placed)?;
-        self.load.fetch_sub(1, Ordering::Relaxed);
-        Some(t)
-    }
-
-    /// Queues a never-run task here from another thread.
-    pub(super) fn place_remote(&'static self, t: TaskRef) {
-        self.load.fetch_add(1, Ordering::Relaxed);
-        t.set_home(self.index);
-        self.placed.push(t);
-        self.notify();
     }
 }
 
