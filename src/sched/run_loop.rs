@@ -10,8 +10,6 @@
 
 use std::sync::atomic::Ordering;
 
-use crossbeam_deque::Steal;
-
 use super::runtime::{runtime, Runtime};
 use super::task::TaskRef;
 use super::worker::{steal_one, Worker};
@@ -24,6 +22,8 @@ const SPIN_NS: u64 = 50_000;
 const SPIN_POLL_NS: u64 = 5_000;
 /// Never-run tasks of a worker held by one task this long may be stolen.
 const STEAL_AFTER_NS: u64 = 1_000_000;
+/// Never-run tasks moved at most by one steal.
+const STEAL_BATCH: usize = 64;
 
 impl Worker {
     /// The scheduler loop; returns when `stop` says so (worker 0, when main
@@ -134,30 +134,33 @@ impl Worker {
         }
     }
 
-    /// Takes a never-run task from another worker that is busy: one that
-    /// has been running the same task for a while, so its queue waits. An
-    /// idle or switching worker runs its own queue soon enough, and taking
-    /// its tasks would undo placement.
-    fn steal_from_others(&self, rt: &Runtime, now: u64) -> Option<TaskRef> {
+    /// Takes never-run tasks from another worker whose queue waits: one
+    /// that has been running the same task for a while, or one with a
+    /// backlog (two or more never-run tasks queued). Half of them (at most
+    /// STEAL_BATCH) move here, so that both work through the backlog: 100,000
+    /// coroutines spawned by a busy main all went to the other worker
+    /// (`spawn.rs`: a busy worker is full), which ran them one by one
+    /// while this one idled. One queued task of a switching worker is left
+    /// to it: it runs it soon enough, and taking it would undo placement.
+    fn steal_from_others(&'static self, rt: &Runtime, now: u64) -> Option<TaskRef> {
         let n = rt.workers.len();
         for k in 1..n {
             let v = rt.workers[(self.index + k) % n];
-            let busy = v.running_id.load(Ordering::Relaxed) != 0
-                && now.saturating_sub(v.running_since.load(Ordering::Relaxed)) > STEAL_AFTER_NS;
-            if !busy {
+            let queued = v.fresh_stealer.len() + v.placed.len();
+            if queued == 0 {
                 continue;
             }
-            let t = loop {
-                match v.fresh_stealer.steal() {
-                    Steal::Success(t) => break Some(t),
-                    Steal::Retry => continue,
-                    Steal::Empty => break steal_one(&v.placed),
+            let busy = v.running_id.load(Ordering::Relaxed) != 0
+                && now.saturating_sub(v.running_since.load(Ordering::Relaxed)) > STEAL_AFTER_NS;
+            if !busy && queued < 2 {
+                continue;
+            }
+            for _ in 0..(queued / 2).clamp(1, STEAL_BATCH) {
+                if !v.move_never_run(self) {
+                    break;
                 }
-            };
-            if let Some(t) = t.filter(|t| t.take(v.index)) {
-                v.load.fetch_sub(1, Ordering::Relaxed);
-                self.load.fetch_add(1, Ordering::Relaxed);
-                t.set_home(self.index);
+            }
+            if let Some(t) = self.pop_placed(rt) {
                 return Some(t);
             }
         }
@@ -204,6 +207,13 @@ impl Worker {
                 // 20% slower before this check).
                 self.poll(rt, false);
                 if !self.local.run_queue.borrow().is_empty() {
+                    return true;
+                }
+                // A backlog on another worker (a busy spawner's queue).
+                if let Some(t) = self.steal_from_others(rt, now) {
+                    // Taken already (`Task::take`): the run queue, whose
+                    // entries run as they are.
+                    self.push_local(t);
                     return true;
                 }
                 next_poll = now + SPIN_POLL_NS;

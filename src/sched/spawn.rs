@@ -62,6 +62,33 @@ pub fn notify_home(home: usize) {
     }
 }
 
+/// Makes sure another worker comes to steal from busy worker `me`: none
+/// to do if one is awake (an idle one looks at the others' queues while it
+/// spins, `run_loop.rs`); else a sleeping one is woken, or one is started.
+fn wake_thief(rt: &Runtime, me: &Worker) {
+    let mut unstarted = None;
+    for w in rt.workers.iter().filter(|w| w.index != me.index) {
+        if w.dead.load(Ordering::Relaxed) {
+            continue;
+        }
+        if !w.started.load(Ordering::Acquire) {
+            unstarted = unstarted.or(Some(*w));
+        } else if !w.sleeping.load(Ordering::SeqCst) {
+            return;
+        }
+    }
+    for w in rt.workers.iter().filter(|w| w.index != me.index) {
+        if w.sleeping.load(Ordering::SeqCst) {
+            w.notify();
+            return;
+        }
+    }
+    if let Some(w) = unstarted {
+        // No thread for it: the task stays here until this worker is free.
+        let _ = ensure_started(w);
+    }
+}
+
 fn wake_one(rt: &Runtime) {
     for w in &rt.workers {
         if w.sleeping.load(Ordering::SeqCst) {
@@ -126,10 +153,16 @@ fn spawn_at(
     };
     let mut target = me;
     let mut best = me.map_or(usize::MAX, effective);
+    // The spawner itself has held its worker for a while (a main that
+    // spawns 100,000 coroutines in a row): the task waits in the local
+    // queue, where an idle worker steals it with others, half a backlog
+    // at a time (`run_loop.rs`). Sending every such task to the other
+    // workers made them run all of them while this one, once free, idled.
+    let spawner_busy = best >= 1 << 20 && rt.workers.len() > 1;
     for w in rt
         .workers
         .iter()
-        .filter(|w| !w.dead.load(Ordering::Relaxed))
+        .filter(|w| !spawner_busy && !w.dead.load(Ordering::Relaxed))
     {
         let l = effective(w);
         if l < best {
@@ -150,6 +183,9 @@ fn spawn_at(
             t.set_home(w.index);
             if me.is_some_and(|m| m.index == w.index) {
                 w.local.fresh.push(t.clone());
+                if spawner_busy {
+                    wake_thief(rt, w);
+                }
             } else {
                 w.placed.push(t.clone());
                 w.notify();
@@ -164,8 +200,8 @@ fn spawn_at(
 }
 
 /// A coroutine is about to wait for `t` to end (a join): if `t` has
-/// never run and waits in another worker's queue, this worker takes it and
-/// runs it next. A spawn followed by a join (a fork-join, the spawn+join
+/// never run and waits in another worker's queue, and this worker has
+/// nothing else to run, this worker takes it and runs it next. A spawn followed by a join (a fork-join, the spawn+join
 /// benchmark) then stays on one worker instead of crossing to another and
 /// back (two hand-offs, 1.8 us with 2 workers against 0.35 us on one);
 /// the entry left in the other queue is stale (`Task::take`). Moving a
@@ -174,8 +210,10 @@ pub fn take_for_join(t: &TaskRef) {
     let (Some(me), Some(rt)) = (current_worker(), runtime()) else {
         return;
     };
+    // Only when this worker would have nothing else to do: a program that
+    // spawns several tasks and joins them in turn keeps them spread.
     let home = t.home();
-    if home == me.index || t.state() != super::task::NEW || !t.take(home) {
+    if home == me.index || t.state() != super::task::NEW || me.has_other_work() || !t.take(home) {
         return;
     }
     if let Some(w) = rt.workers.get(home) {
