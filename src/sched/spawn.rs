@@ -19,6 +19,11 @@ use super::worker::{current_worker, Worker};
 
 /// A worker running one task for longer than this is not given new tasks.
 const BUSY_NS: u64 = 2_000_000;
+/// Fork-join affinity at or above which a spawn stays local.
+const FORK_JOIN_LOCAL: u32 = 4;
+/// Its ceiling, and what a join of a task that has not run adds.
+const FORK_JOIN_MAX: u32 = 16;
+const FORK_JOIN_STEP: u32 = 2;
 
 /// Puts a runnable task back on its home worker's queue (any thread).
 pub fn schedule(t: TaskRef) {
@@ -159,10 +164,21 @@ fn spawn_at(
     // at a time (`run_loop.rs`). Sending every such task to the other
     // workers made them run all of them while this one, once free, idled.
     let spawner_busy = best >= 1 << 20 && rt.workers.len() > 1;
+    // Fork-join: the coroutines here have been joining their children
+    // before those ran (a spawn then a join, in a loop). Each join took the
+    // child back from where placement sent it (`take_for_join`); keeping
+    // the next child local saves the crossing. Every spawn lowers the
+    // affinity and every such join raises it by two, so a program that
+    // spawns many before joining (or never joins) stays spread.
+    let fork_join = me.is_some_and(|m| {
+        let a = m.local.fork_join.get();
+        m.local.fork_join.set(a.saturating_sub(1));
+        a >= FORK_JOIN_LOCAL
+    });
     for w in rt
         .workers
         .iter()
-        .filter(|w| !spawner_busy && !w.dead.load(Ordering::Relaxed))
+        .filter(|w| !spawner_busy && !fork_join && !w.dead.load(Ordering::Relaxed))
     {
         let l = effective(w);
         if l < best {
@@ -212,8 +228,13 @@ pub fn take_for_join(t: &TaskRef) {
     };
     // Only when this worker would have nothing else to do: a program that
     // spawns several tasks and joins them in turn keeps them spread.
+    if t.state() != super::task::NEW {
+        return;
+    }
+    let a = &me.local.fork_join;
+    a.set((a.get() + FORK_JOIN_STEP).min(FORK_JOIN_MAX));
     let home = t.home();
-    if home == me.index || t.state() != super::task::NEW || me.has_other_work() || !t.take(home) {
+    if home == me.index || me.has_other_work() || !t.take(home) {
         return;
     }
     if let Some(w) = rt.workers.get(home) {

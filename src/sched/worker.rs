@@ -83,6 +83,9 @@ pub(super) struct Local {
     pub(super) stacks: RefCell<StackPool>,
     pub(super) epoll: Cell<Epoll>,
     pub(super) tick: Cell<u64>,
+    /// Fork-join affinity: up when a coroutine here joins a task that has
+    /// not run yet, down at each spawn (`spawn.rs`).
+    pub(super) fork_join: Cell<u32>,
     /// The thread pointer of the worker's own thread (glibc's), put back
     /// after running a coroutine that has its own.
     pub(super) tp: Cell<usize>,
@@ -157,6 +160,7 @@ impl Worker {
                 stacks: RefCell::new(StackPool::new()),
                 epoll: Cell::new(epoll),
                 tick: Cell::new(0),
+                fork_join: Cell::new(0),
                 tp: Cell::new(0),
                 stale: Cell::new(false),
                 clock: Cell::new(crate::sys::now_ns()),
