@@ -36,13 +36,17 @@ const SCAVENGE_BATCH: usize = 256;
 const SCAVENGE_PAUSE_NS: u64 = 5_000_000;
 /// Quiet time of the shared pool before its idle pages are returned.
 const SCAVENGE_AFTER_NS: u64 = 500_000_000;
-/// When the shared pool was last used (monotonic ns).
-static LAST_USE: AtomicU64 = AtomicU64::new(0);
+/// Uses of the shared pool (gets and puts; written under its lock, so
+/// no clock is read on the spawn path), and, for the scavenger, the count
+/// it last saw and since when (monotonic ns).
+static USES: AtomicU64 = AtomicU64::new(0);
+static SEEN_USES: AtomicU64 = AtomicU64::new(u64::MAX);
+static SEEN_SINCE: AtomicU64 = AtomicU64::new(0);
 
-/// The shared pool, locked, its use noted.
+/// The shared pool, locked, its use counted.
 fn shared() -> std::sync::MutexGuard<'static, StackPool> {
     let g = fdtable::lock(&SHARED_STACKS);
-    LAST_USE.store(crate::sys::now_ns(), Ordering::Relaxed);
+    USES.store(USES.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     g
 }
 
@@ -76,7 +80,13 @@ pub(super) fn scavenge_when_idle(timeout: Option<u64>) -> Option<u64> {
     if !pool.needs_scavenge() {
         return timeout;
     }
-    let quiet = crate::sys::now_ns().saturating_sub(LAST_USE.load(Ordering::Relaxed));
+    // Under the lock: the counts are stable, and only one scavenger looks.
+    let now = crate::sys::now_ns();
+    let uses = USES.load(Ordering::Relaxed);
+    if SEEN_USES.swap(uses, Ordering::Relaxed) != uses {
+        SEEN_SINCE.store(now, Ordering::Relaxed);
+    }
+    let quiet = now.saturating_sub(SEEN_SINCE.load(Ordering::Relaxed));
     let wait = if quiet < SCAVENGE_AFTER_NS {
         SCAVENGE_AFTER_NS - quiet
     } else {
