@@ -2,11 +2,18 @@
 //! worker from any thread.
 //!
 //! A spawn goes to the least loaded worker (load = live tasks homed
-//! there); ties stay local, which keeps spawn+join on one thread cheap. A
-//! worker held by one task for longer than `BUSY_NS` counts as full. A
-//! woken task goes back to its home worker: pushed on its local queue when
-//! the waker is that worker, else on its inbox, with `notify`
-//! (docs/ARCHITECTURE.md §4).
+//! there); ties stay local. A worker held by one task for longer than
+//! `BUSY_NS` counts as full; when that worker is the spawner's own, the
+//! task stays local and an idle worker is woken to steal it. A join of a
+//! task that has not run takes it to the joiner's worker
+//! (`take_for_join`), and a worker whose coroutines keep doing that keeps
+//! its next spawns local (fork-join affinity). A woken task goes back to
+//! its home worker: pushed on its local queue when the waker is that
+//! worker, else on its inbox, with `notify` (docs/ARCHITECTURE.md §4).
+//!
+//! Measured with 2 workers (`co_bench_micro spawn`, medians): spawn+join
+//! crossed workers twice, 1.8-2.3 us; with the join taking the child back,
+//! 1.0 us; with fork-join affinity 0.37 us, as on 1 worker (0.35 us).
 
 use std::sync::atomic::Ordering;
 
