@@ -19,6 +19,12 @@
 #      each natively and under corun, replies checked; about 5 minutes.
 #   5. perf profiles of corun's hot paths (where the machine allows).
 #
+# Peers, built here and put in the micro, memory and wrk tables: Go (a raw
+# net.Conn server with a goroutine per connection, c-tests/go/http_server.go,
+# and c-tests/go/micro.go) with Debian's golang-go, and may, the Rust
+# stackful-coroutine runtime under may_minihttp (bench/may_http, built with
+# cargo into target/may-http). Both servers send threaded_http's exact bytes.
+#
 # Environment (for quick trials; the defaults are the benchmark):
 #   BENCH_DURATION=10 seconds per wrk point   BENCH_CONNS="100 1000 10000"
 #   BENCH_BODY=128 response body bytes        BENCH_IDLE_CONNS=10000
@@ -91,6 +97,31 @@ stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 } >"$RAW/meta.tsv"
 say "machine: $NCPU CPUs, $(awk -F'\t' '$1=="cpu"{print $2}' "$RAW/meta.tsv"), kernel $(uname -r)"
 
+# ---------------------------------------------------------------- peers
+# Go and may builds; a peer that cannot be built leaves its rows FAILED.
+PEERS="$ROOT/target/bench-peers"
+mkdir -p "$PEERS"
+GO_MICRO="$PEERS/go_micro"; GO_HTTP="$PEERS/go_http"
+MAY_DIR="$ROOT/target/may-http/release"
+MAY_MICRO="$MAY_DIR/may_micro"; MAY_HTTP="$MAY_DIR/may_http"
+command -v go >/dev/null 2>&1 || { apt-get install -y -qq golang-go >/dev/null 2>&1 || true; }
+for g in micro:"$GO_MICRO" http_server:"$GO_HTTP"; do
+    src=${g%%:*}; exe=${g#*:}
+    GOCACHE="$ROOT/target/go-cache" go build -o "$exe" "$ROOT/c-tests/go/$src.go" 2>"$TMPD/go-$src.err" ||
+        { rm -f "$exe"; say "peers: Go $src not built: $(head -c 200 "$TMPD/go-$src.err")"; }
+done
+cargo build -q --release --manifest-path "$ROOT/bench/may_http/Cargo.toml" \
+    --target-dir "$ROOT/target/may-http" 2>"$TMPD/may.err" ||
+    { rm -f "$MAY_MICRO" "$MAY_HTTP"; say "peers: may not built: $(tail -3 "$TMPD/may.err" | tr '\n' ' ')"; }
+echo "go	$(go version 2>/dev/null | awk '{print $3}')" >>"$RAW/meta.tsv"
+echo "may	$(awk '/^name = "may"$/{getline; print $3}' "$ROOT/bench/may_http/Cargo.lock" 2>/dev/null | tr -d '"')" >>"$RAW/meta.tsv"
+# peer KEY EXE CMD...: micro KEY CMD..., or a FAILED row if EXE is missing.
+peer() {
+    local key=$1 exe=$2; shift 2
+    if [ -x "$exe" ]; then micro "$key" "$@"
+    else printf '%s\tFAILED %s was not built\n' "$key" "$(basename "$exe")" >>"$RAW/micro.tsv"; fi
+}
+
 # ---------------------------------------------------------------- 1. micro
 # micro KEY CMD...: runs CMD, keeps its RESULT line as KEY (or FAILED).
 micro() {
@@ -132,6 +163,19 @@ if grep -q '^sleepers_100k	FAILED' "$RAW/micro.tsv"; then
     micro sleepers_30k co "$BIN/co_bench_micro" sleepers 30000 1 $TR
 fi
 micro sleepers_threads "$BIN/bench_baselines" sleepers 100000 1 3
+# corun at 1 and 2 workers next to Go (GOMAXPROCS) and may (MAY_WORKERS)
+# at 1 and 2: yield round trip, spawn+join, 100,000 sleepers.
+micro spawn_w2 env CORUN_WORKERS=2 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" spawn $SI $TR
+micro sleepers_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" sleepers 100000 1 $TR
+micro sleepers_w2 env CORUN_WORKERS=2 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" sleepers 100000 1 $TR
+for n in 1 2; do
+    peer go_pingpong_p$n "$GO_MICRO" env GOMAXPROCS=$n "$GO_MICRO" pingpong $YI $TR
+    peer go_spawn_p$n "$GO_MICRO" env GOMAXPROCS=$n "$GO_MICRO" spawn $SI $TR
+    peer go_sleepers_p$n "$GO_MICRO" env GOMAXPROCS=$n "$GO_MICRO" sleepers 100000 1 $TR
+    peer may_pingpong_w$n "$MAY_MICRO" env MAY_WORKERS=$n "$MAY_MICRO" pingpong $YI $TR
+    peer may_spawn_w$n "$MAY_MICRO" env MAY_WORKERS=$n "$MAY_MICRO" spawn $((SI / 10)) $TR
+    peer may_sleepers_w$n "$MAY_MICRO" env MAY_WORKERS=$n "$MAY_MICRO" sleepers 100000 1 $TR
+done
 # Channels (issue 15): corun's unbuffered ping-pong next to Go's, when Go
 # can be had (installed here if missing; the row says FAILED otherwise).
 CI=200000; [ "$QUICK" = 1 ] && CI=20000
@@ -153,14 +197,17 @@ fi
 # (threaded_http; echo_*: threaded_echo, held by scripts/hold_conns.py).
 : >"$RAW/idle.tsv"
 idle() {
-    local v=$1 rep=$2 port srv cli pre="" prog=threaded_http
+    local v=$1 rep=$2 port srv cli pre="" prog=threaded_http exe
     case $v in
         corun|echo_corun) pre=$LIB ;;
         epoll) prog=epoll_http ;;
     esac
     [[ $v == echo_* ]] && prog=threaded_echo
+    exe="$BIN/$prog"
+    case $v in go) exe=$GO_HTTP ;; may) exe=$MAY_HTTP ;; esac
+    if [ ! -x "$exe" ]; then printf '%s\t%s\tFAILED\n' "$v" "$rep" >>"$RAW/idle.tsv"; return; fi
     port=$(free_port)
-    env LD_PRELOAD="$pre" "$BIN/$prog" "$port" "$BODY" 2>"$TMPD/idle-srv.err" &
+    env LD_PRELOAD="$pre" "$exe" "$port" "$BODY" 2>"$TMPD/idle-srv.err" &
     srv=$!
     wait_port "$port"
     sleep 2
@@ -198,7 +245,7 @@ idle() {
 }
 if part idle; then
 for rep in 1 2 3; do
-    for v in native corun epoll; do idle "$v" "$rep"; done
+    for v in native corun epoll go may; do idle "$v" "$rep"; done
     if [ -x "$BIN/threaded_echo" ] && [ -f "$ROOT/scripts/hold_conns.py" ]; then
         for v in echo_native echo_corun; do idle "$v" "$rep"; done
     fi
@@ -220,19 +267,28 @@ LUA
 # shared: both free on all CPUs.
 point() {
     local group=$1 v=$2 c=$3 rep=$4 port srv pre="" prog=threaded_http workers=0
-    local spin=() cpin=()
+    local spin=() cpin=() exe peer_env=()
     case $v in
         native) ;;
         corun1) pre=$LIB; workers=1 ;;
         corunN) pre=$LIB; workers=$NCPU ;;
         epoll) prog=epoll_http ;;
     esac
+    exe="$BIN/$prog"
+    # The peers with as many threads as corun has workers in the group.
+    case $v in
+        go1) exe=$GO_HTTP; peer_env=(GOMAXPROCS=1) ;;
+        goN) exe=$GO_HTTP; peer_env=(GOMAXPROCS="$NCPU") ;;
+        may1) exe=$MAY_HTTP; peer_env=(MAY_WORKERS=1) ;;
+        mayN) exe=$MAY_HTTP; peer_env=(MAY_WORKERS="$NCPU") ;;
+    esac
+    [ -x "$exe" ] || { say "wrk $group $v c=$c: not built, skipped"; return; }
     if [ "$group" = pinned ]; then spin=(taskset -c 1); cpin=(taskset -c 0); fi
     port=$(free_port)
     if [ "$workers" -gt 0 ]; then
-        "${spin[@]}" env CORUN_WORKERS="$workers" LD_PRELOAD="$pre" "$BIN/$prog" "$port" "$BODY" 2>"$TMPD/srv.err" &
+        "${spin[@]}" env CORUN_WORKERS="$workers" LD_PRELOAD="$pre" "$exe" "$port" "$BODY" 2>"$TMPD/srv.err" &
     else
-        "${spin[@]}" env LD_PRELOAD="$pre" "$BIN/$prog" "$port" "$BODY" 2>"$TMPD/srv.err" &
+        "${spin[@]}" env "${peer_env[@]}" LD_PRELOAD="$pre" "$exe" "$port" "$BODY" 2>"$TMPD/srv.err" &
     fi
     srv=$!
     wait_port "$port"
@@ -278,8 +334,8 @@ if part wrk; then
 for rep in $(seq 1 "$REPS"); do
     for c in $CONNS; do
         [ "$c" -lt 1000 ] && [ "$rep" -gt 1 ] && continue
-        for v in native corun1 epoll; do point pinned "$v" "$c" "$rep"; done
-        for v in native corunN epoll; do point shared "$v" "$c" "$rep"; done
+        for v in native corun1 epoll go1 may1; do point pinned "$v" "$c" "$rep"; done
+        for v in native corunN epoll goN mayN; do point shared "$v" "$c" "$rep"; done
     done
 done
 fi

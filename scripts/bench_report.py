@@ -127,7 +127,15 @@ VNAMES = {
     "corun1": "threaded_http under corun, 1 worker",
     "corunN": f"threaded_http under corun, {NCPU} workers",
     "epoll": "epoll_http (1 thread, edge-triggered)",
+    "go1": "Go raw net.Conn server, GOMAXPROCS=1",
+    "goN": f"Go raw net.Conn server, GOMAXPROCS={NCPU}",
+    "may1": "may (Rust coroutines), 1 worker",
+    "mayN": f"may (Rust coroutines), {NCPU} workers",
 }
+# The wrk variants of each group: threaded_http natively and under corun,
+# epoll_http, and the two peers with as many threads as corun has workers.
+GROUP_VARIANTS = {"pinned": ("native", "corun1", "epoll", "go1", "may1"),
+                  "shared": ("native", "corunN", "epoll", "goN", "mayN")}
 
 
 def w(g, v, c, k):
@@ -205,18 +213,64 @@ if ie_n is not None and ie_c is not None:
          cmp(ie_c, ie_n, lambda a, b: a <= b / 4),
          f"{ie_c:,.1f} vs {ie_n:,.1f} KiB = {fr(ratio(ie_c, ie_n), 2)} of native")
 
+# Side by side with the peers (issue 14): each row is (label, unit, corun,
+# Go, may, higher is better), every figure from this run.
+def cpu_us(g, v, c):
+    x = wrk.get((g, v, c))
+    return None if not x or not x["req"] or x["cpu"] <= 0 else x["cpu"] / x["req"] * 1e6
+
+
+PEER_ROWS = [
+    ("req/s at 1,000 connections (server on 1 CPU)", "req/s",
+     w("pinned", "corun1", 1000, "rps"), w("pinned", "go1", 1000, "rps"), w("pinned", "may1", 1000, "rps"), True),
+    (f"req/s at 1,000 connections ({NCPU} threads, CPUs shared)", "req/s",
+     w("shared", "corunN", 1000, "rps"), w("shared", "goN", 1000, "rps"), w("shared", "mayN", 1000, "rps"), True),
+    ("server CPU per request at 1,000 connections (1 CPU)", "us",
+     cpu_us("pinned", "corun1", 1000), cpu_us("pinned", "go1", 1000), cpu_us("pinned", "may1", 1000), False),
+    ("p50 at 10,000 connections (1 CPU)", "ms",
+     w("pinned", "corun1", 10000, "p50"), w("pinned", "go1", 10000, "p50"), w("pinned", "may1", 10000, "p50"), False),
+    ("p99 at 10,000 connections (1 CPU)", "ms",
+     w("pinned", "corun1", 10000, "p99"), w("pinned", "go1", 10000, "p99"), w("pinned", "may1", 10000, "p99"), False),
+    ("memory per idle keep-alive connection (server RSS)", "KiB",
+     idle_med("corun", 0), idle_med("go", 0), idle_med("may", 0), False),
+    ("yield round trip, 1 worker", "ns", m("pingpong_w1"), m("go_pingpong_p1"), m("may_pingpong_w1"), False),
+    ("spawn+join, 1 worker", "ns", m("spawn_w1"), m("go_spawn_p1"), m("may_spawn_w1"), False),
+    ("spawn+join, 2 workers", "ns", m("spawn_w2"), m("go_spawn_p2"), m("may_spawn_w2"), False),
+    ("100,000 x sleep 1 ms, 2 workers", "ms", m("sleepers_w2"), m("go_sleepers_p2"), m("may_sleepers_w2"), False),
+    ("100,000 x sleep 1 ms, 1 worker", "ms", m("sleepers_w1"), m("go_sleepers_p1"), m("may_sleepers_w1"), False),
+]
+
+
+def ahead(row):
+    """Whether corun beats every peer that has a figure (None: no corun figure)."""
+    _, _, c, g_, y, hi = row
+    if c is None:
+        return None
+    return all(p is None or (c > p if hi else c < p) for p in (g_, y))
+
+
+sp2 = m("spawn_w2")
+goal("spawn+join with 2 workers at most 400 ns (issue 14)", cmp(sp2, 400.0, lambda a, b: a <= b),
+     f"{fmt_t(sp2, 'ns')}; Go {fmt_t(m('go_spawn_p2'), 'ns')}")
+goal(f"100,000 sleepers with the default workers ({NCPU}) within 100 ms (issue 14)",
+     cmp(sl, 100.0, lambda a, b: a <= b), sl_fig)
+behind = [r[0] for r in PEER_ROWS if ahead(r) is False]
+goal("ahead of Go and may on every row of the side-by-side table (issue 14)",
+     None if all(ahead(r) is None for r in PEER_ROWS) else not behind,
+     "behind on: " + "; ".join(behind) if behind else "ahead on every row with figures")
+
 SRV = bench_servers_report.figures(RAW)
 for t_, ok_, fig_ in bench_servers_report.goals(SRV):
     goal(t_, ok_, fig_)
 
 # ---------------------------------------------------------------- SVG
-COLORS = {"native": "#d62728", "corun1": "#1f77b4", "corunN": "#17becf", "epoll": "#2ca02c"}
-SERIES = [("pinned", "native"), ("pinned", "corun1"), ("pinned", "epoll"),
-          ("shared", "native"), ("shared", "corunN"), ("shared", "epoll")]
+COLORS = {"native": "#d62728", "corun1": "#1f77b4", "corunN": "#17becf", "epoll": "#2ca02c",
+          "go1": "#9467bd", "goN": "#9467bd", "may1": "#ff7f0e", "mayN": "#ff7f0e"}
+SERIES = [(g, v) for g in ("pinned", "shared") for v in GROUP_VARIANTS[g]]
 
 
 def svg_chart(path, title, ylabel, key, logy):
-    W, H, L, R, T, B = 760, 460, 80, 250, 40, 60
+    W, H, L, R, T, B = 760, 460 + 36 * max(0, len(SERIES) - 10), 80, 250, 40, 60
     pw, ph = W - L - R, H - T - B
     vals = [w(g, v, c, key) for g, v in SERIES for c in CONNS if w(g, v, c, key)]
     if not vals or not CONNS:
@@ -268,7 +322,8 @@ def svg_chart(path, title, ylabel, key, logy):
                 o.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{COLORS[v]}"/>')
         o.append(f'<line x1="{L + pw + 12}" x2="{L + pw + 40}" y1="{ly}" y2="{ly}" stroke="{COLORS[v]}" stroke-width="2"{dash}/>')
         name = {"native": "native threads", "corun1": "corun, 1 worker", "corunN": f"corun, {NCPU} workers",
-                "epoll": "epoll_http"}[v]
+                "epoll": "epoll_http", "go1": "Go, GOMAXPROCS=1", "goN": f"Go, GOMAXPROCS={NCPU}",
+                "may1": "may, 1 worker", "mayN": f"may, {NCPU} workers"}[v]
         o.append(f'<text x="{L + pw + 46}" y="{ly + 4}">{name}</text>')
         o.append(f'<text x="{L + pw + 46}" y="{ly + 18}" fill="#666" font-size="10">'
                  f'{"server 1 CPU, wrk 1 CPU" if g == "pinned" else "all CPUs shared"}</text>')
@@ -334,6 +389,36 @@ for t, r, f_ in goals:
     a(f"| {t} | {r} | {f_} |")
 a("")
 
+a("## Side by side: corun, Go and may")
+a("")
+a(f"Go {meta.get('go', '?')}: a raw `net.Conn` server with a goroutine per connection (`c-tests/go/http_server.go`) "
+  "and `c-tests/go/micro.go`; may " + meta.get("may", "?") + ": the Rust stackful-coroutine runtime under "
+  "may_minihttp, a coroutine per connection (`bench/may_http`). Both servers send threaded_http's exact bytes; "
+  "every figure is from this run (the tables below have the details). Workers: CORUN_WORKERS, GOMAXPROCS, "
+  "MAY_WORKERS. *n/a*: not measured in this run, or the program failed (the tables below say which; may maps a "
+  "stack per coroutine and fails at 100,000 sleepers).")
+a("")
+a("| measure | corun | Go | may | corun ahead |")
+a("|---|---|---|---|---|")
+
+
+def peer_fig(v, unit):
+    if v is None:
+        return "n/a"
+    if unit in ("ns", "ms"):
+        return fmt_t(v, unit)
+    if unit == "req/s":
+        return f"{v:,.0f}"
+    return f"{v:,.1f} {unit}"
+
+
+for row in PEER_ROWS:
+    label, unit, c, g_, y, _ = row
+    ok = ahead(row)
+    a(f"| {label} | {peer_fig(c, unit)} | {peer_fig(g_, unit)} | {peer_fig(y, unit)} | "
+      f"{'n/a' if ok is None else ('yes' if ok else '**no**')} |")
+a("")
+
 a("## 1. Micro benchmarks")
 a("")
 a("Median of the trials (each trial times a whole loop and divides); min and max show the spread. corun's side is "
@@ -362,6 +447,21 @@ rows = [
     ("chan_wall", f"corun: the same, {NCPU} workers (default: the two coroutines on different workers)"),
     ("go_chan", "baseline: Go unbuffered channel ping-pong round trip, GOMAXPROCS default (c-tests/go/chan_pingpong.go)"),
     ("go_chan_p1", "baseline: the same, GOMAXPROCS=1"),
+    ("spawn_w2", "corun: spawn + join of an empty coroutine, 2 workers"),
+    ("sleepers_w1", "corun: 100,000 coroutines each sleeping 1 ms, wall time, 1 worker"),
+    ("sleepers_w2", "corun: the same, 2 workers"),
+    ("go_pingpong_p1", "peer: Go, two goroutines alternating with runtime.Gosched, GOMAXPROCS=1 (c-tests/go/micro.go)"),
+    ("go_pingpong_p2", "peer: the same, GOMAXPROCS=2"),
+    ("go_spawn_p1", "peer: Go, go f() + wait on a channel, GOMAXPROCS=1"),
+    ("go_spawn_p2", "peer: the same, GOMAXPROCS=2"),
+    ("go_sleepers_p1", "peer: Go, 100,000 goroutines each sleeping 1 ms, GOMAXPROCS=1"),
+    ("go_sleepers_p2", "peer: the same, GOMAXPROCS=2"),
+    ("may_pingpong_w1", "peer: may, two coroutines alternating with yield_now, 1 worker (bench/may_http)"),
+    ("may_pingpong_w2", "peer: the same, 2 workers"),
+    ("may_spawn_w1", "peer: may, go! + join of an empty coroutine, 1 worker"),
+    ("may_spawn_w2", "peer: the same, 2 workers"),
+    ("may_sleepers_w1", "peer: may, 100,000 coroutines each sleeping 1 ms, 1 worker"),
+    ("may_sleepers_w2", "peer: the same, 2 workers"),
     ("mutex_corun", "corun: corun_mutex_lock + unlock, uncontended, in a coroutine"),
     ("mutex_pthread", "corun: pthread_mutex_lock + unlock (interposed), uncontended, in a coroutine"),
 ]
@@ -399,6 +499,8 @@ a("| server | RSS per connection | MemAvailable drop per connection | KernelStac
 a("|---|---|---|---|---|---|---|")
 for v, label in (("native", "threaded_http, native threads"), ("corun", f"threaded_http under corun ({NCPU} workers)"),
                  ("epoll", "epoll_http (floor: no thread, no stack)"),
+                 ("go", "Go raw net.Conn server (goroutine per connection)"),
+                 ("may", "may (Rust coroutine per connection)"),
                  ("echo_native", "threaded_echo, native threads"),
                  ("echo_corun", f"threaded_echo under corun ({NCPU} workers)")):
     if v.startswith("echo") and v not in idle:
@@ -441,7 +543,7 @@ for g, title in (("pinned", "Pinned: server on CPU 1, wrk on CPU 0 (every server
     a("| connections | server | req/s | (min-max, runs) | p50 | p99 | errors | non-2xx | peak RSS | threads | CPU s | req per CPU-s |")
     a("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for c in CONNS:
-        for v in (("native", "corun1", "epoll") if g == "pinned" else ("native", "corunN", "epoll")):
+        for v in GROUP_VARIANTS[g]:
             x = wrk.get((g, v, c))
             if not x:
                 continue

@@ -54,7 +54,7 @@
 //! it (`AT_HWCAP2` bit 1), else the `arch_prctl(ARCH_SET_FS)` syscall. The
 //! compiler treats the thread pointer as constant inside a function, so the
 //! switch and the resume live in one function of their own that touches no
-//! TLS (`worker.rs`, `resume_as`): every TLS address on either side is
+//! TLS (`sched/resume.rs`, `resume_as`): every TLS address on either side is
 //! computed with the right thread pointer installed.
 
 use std::ffi::{c_int, c_void, CStr};

@@ -67,7 +67,7 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
     let stack = main_stack_size(&cfg);
     let dump_signal = cfg.dump_signal;
     super::cancel::init();
-    if let Err(e) = sched::worker::start(cfg) {
+    if let Err(e) = sched::start(cfg) {
         raw_stderr(format!("corun: cannot start the runtime: {e}\n").as_bytes());
         // SAFETY: as above.
         unsafe { libc::_exit(2) }
@@ -80,7 +80,7 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
         }
     }
     let (a, v, en) = (argc, argv as usize, envp as usize);
-    let task = sched::worker::spawn_main(
+    let task = sched::spawn_main(
         Entry::Rust(Box::new(move || {
             let r = main(a, v as *mut *mut c_char, en as *mut *mut c_char);
             r as isize as *mut c_void
@@ -96,7 +96,7 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
         }
     };
     MAIN_TASK.store(task.id, Ordering::Relaxed);
-    sched::worker::run_until_done(&task);
+    sched::run_until_done(&task);
     let r = sched::fdtable::lock(&task.join).result;
     r as isize as c_int
 }

@@ -32,9 +32,9 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
+use super::runtime::runtime;
 use super::task::{DONE, NEW, NOTIFIED, PARKED, RUNNABLE, RUNNING};
 use super::waitdesc::{coarse_now_ns, Cause};
-use super::worker::runtime;
 
 /// The eventfd the handler writes, and the process that installed it.
 static EVENTFD: AtomicI32 = AtomicI32::new(-1);

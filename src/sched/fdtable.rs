@@ -63,8 +63,29 @@ pub struct Snapshot {
 pub struct Waiters {
     pub readers: Vec<Waiter>,
     pub writers: Vec<Waiter>,
-    /// `gen + 1` of the epoll registration in force, 0 if none.
+    /// `gen + 1` of the epoll registrations in force, 0 if none.
     pub registered: u32,
+    /// The workers whose epoll has the fd (registration `registered`), one
+    /// bit per worker index: each worker that has a waiter on the fd
+    /// registers it with its own epoll (docs/ARCHITECTURE.md §4).
+    pub on_workers: [u64; 4],
+}
+
+impl Waiters {
+    /// Whether worker `index`'s epoll has registration `gen` of the fd.
+    pub fn registered_on(&self, gen: u32, index: usize) -> bool {
+        self.registered == gen.wrapping_add(1)
+            && self.on_workers[(index / 64) % 4] & (1 << (index % 64)) != 0
+    }
+
+    /// Worker `index`'s epoll has registration `gen` now.
+    pub fn mark_registered(&mut self, gen: u32, index: usize) {
+        if self.registered != gen.wrapping_add(1) {
+            self.registered = gen.wrapping_add(1);
+            self.on_workers = [0; 4];
+        }
+        self.on_workers[(index / 64) % 4] |= 1 << (index % 64);
+    }
 }
 
 impl Waiters {

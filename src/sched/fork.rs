@@ -25,7 +25,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::worker::current_worker;
+use super::runtime::runtime;
+use super::timers::Timers;
+use super::worker::{current_worker, steal_one, Worker};
 
 /// The task that forked, in a child process (0: not a forked child, or the
 /// forking task was main, whose return ends the process anyway).
@@ -40,15 +42,9 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::fdtable::rebuild_after_fork();
     super::sync::after_fork_child();
     crate::ctx::tls::after_fork_child();
-    if let Err(e) = super::worker::reset_after_fork(w) {
-        crate::sys::raw_stderr(
-            format!("corun: forked child cannot rebuild its scheduler: {e}\n").as_bytes(),
-        );
-        // SAFETY: ending the child; its state would be shared with the parent.
-        unsafe { libc::_exit(127) };
-    }
+    keep_only(w);
     super::blocking::reset_after_fork();
-    super::worker::shared_stacks_after_fork();
+    super::stack_pool::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();
     super::startname::after_fork_child();
     super::deadline::after_fork_child();
@@ -58,6 +54,51 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     if !is_main {
         ANCHOR.store(forking_task, Ordering::Relaxed);
     }
+}
+
+/// The runtime keeps only the calling worker; the other workers are dead
+/// (never started, never placed on), and the global queue is dropped.
+fn keep_only(me: &'static Worker) {
+    let Some(rt) = runtime() else { return };
+    for w in &rt.workers {
+        if w.index != me.index {
+            w.dead.store(true, Ordering::Relaxed);
+            w.started.store(true, Ordering::Relaxed);
+        }
+    }
+    while let Some(t) = steal_one(&rt.global) {
+        std::mem::forget(t);
+    }
+    reset_worker(me);
+}
+
+/// The forking thread's worker keeps only the task that forked. Its epoll
+/// and eventfd are shared with the parent (inherited fds), so it gets new
+/// ones; every queued task and timer belongs to the parent's world and is
+/// dropped (leaked, never run: a suspended coroutine cannot be unwound),
+/// as the other threads of a forked process do not exist in the child.
+///
+/// The new epoll and eventfd are made when first needed (`renewed`, in
+/// `netpoller.rs`): a child whose only coroutine makes its calls as
+/// natively never waits on them, and pays none of it.
+fn reset_worker(w: &'static Worker) {
+    w.local.stale.set(true);
+    let drop_all = |t: super::task::TaskRef| std::mem::forget(t);
+    while let Some(t) = w.local.run_queue.borrow_mut().pop() {
+        drop_all(t);
+    }
+    while let Some(t) = w.local.fresh.pop() {
+        drop_all(t);
+    }
+    while let Some(t) = steal_one(&w.inbox) {
+        drop_all(t);
+    }
+    while let Some(t) = steal_one(&w.placed) {
+        drop_all(t);
+    }
+    std::mem::forget(w.local.timers.replace(Timers::new()));
+    w.load.store(1, Ordering::Relaxed);
+    w.sleeping.store(false, Ordering::Relaxed);
 }
 
 /// A task ended: if it was a forked child's only thread, the child ends.

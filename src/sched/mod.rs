@@ -1,13 +1,18 @@
 //! The scheduler: per-worker run queues, timers and epoll netpollers.
 //!
-//! Read in this order: `task.rs` (the park/wake protocol), `worker.rs` (the
-//! loop, placement and cross-worker wake-ups), `park.rs` (the API the hooks
-//! use), `fdtable.rs` (per-fd readiness and waiters), `timers.rs`,
-//! `signals.rs` (who takes a signal, how a park is interrupted; with
-//! `sigmask.rs` and `siginfo.rs`).
+//! Read in this order: `task.rs` (the park/wake protocol), `worker.rs` (a
+//! worker's state and the sleep/wake protocol), `run_loop.rs` (the loop),
+//! `resume.rs` (running one task), `spawn.rs` (placement and cross-worker
+//! wake-ups), `netpoller.rs`, `park.rs` (the API the hooks use),
+//! `fdtable.rs` (per-fd readiness and waiters), `timers.rs`, `signals.rs`
+//! (who takes a signal, how a park is interrupted; with `sigmask.rs` and
+//! `siginfo.rs`).
 //!
 //! Nothing here knows about hooks or libc names: a hook asks to park until
-//! an fd is ready or a deadline passes, and the scheduler wakes it.
+//! an fd is ready or a deadline passes, and the scheduler wakes it. Inside,
+//! arrows run one way: the core (`runtime.rs`, `worker.rs`, `run_loop.rs`,
+//! `resume.rs`, `spawn.rs`, `netpoller.rs`, `stack_pool.rs`) never calls
+//! fork, the watchdog or the blocking pool; `start` below plugs them in.
 
 pub mod blocking;
 pub mod chan;
@@ -18,14 +23,20 @@ pub mod dump;
 pub mod fdtable;
 pub mod fork;
 pub mod identity;
+pub mod netpoller;
 pub mod park;
+pub mod resume;
+pub mod run_loop;
 pub mod run_queue;
+pub mod runtime;
 pub mod rustdemangle;
 pub mod scope;
 pub mod sigdispatch;
 pub mod siginfo;
 pub mod sigmask;
 pub mod signals;
+pub mod spawn;
+pub mod stack_pool;
 pub mod startname;
 pub mod stats;
 pub mod symbols;
@@ -44,9 +55,25 @@ pub use park::{
     interrupt_cancelable, park, park_cancelable, park_until_any_ready, park_until_ready,
     sleep_until, yield_now, FdWait, Woken,
 };
+pub use runtime::{run_until_done, runtime};
+pub use spawn::{spawn, spawn_main, spawn_thread};
 pub use task::{Entry, Task, TaskRef};
 pub use waiter::{ThreadParker, Waiter};
-pub use worker::{runtime, spawn, spawn_thread};
+
+/// Starts the runtime with this thread as worker 0, with the layers above
+/// the core plugged in: a forked child ends with its last thread (`fork`),
+/// the first spawn starts the watchdog, CORUN_STATS prints a report at exit.
+pub fn start(config: crate::config::Config) -> std::io::Result<&'static runtime::Runtime> {
+    let plugins = runtime::Plugins {
+        task_ended: fork::task_ended,
+        spawned: watchdog::ensure_started,
+    };
+    let rt = runtime::start(config, plugins)?;
+    if rt.config.stats {
+        stats::print_at_exit();
+    }
+    Ok(rt)
+}
 
 /// Whether the running coroutine is the only live one in the process (a
 /// program that never made a thread, a forked child before it makes any):
@@ -114,6 +141,9 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
             return Err(JoinError::Claimed);
         }
         j.claimed = true;
+    }
+    if in_coroutine() {
+        spawn::take_for_join(t);
     }
     loop {
         if in_coroutine() {

@@ -322,7 +322,9 @@ pub(crate) enum Enlist {
 /// the caller's snapshot. The check is made under the waiter lock, which
 /// the netpoller takes to wake waiters after moving the sequence, so an
 /// edge between the snapshot and the park is never lost. The first waiter
-/// registers the fd with this worker's epoll; stale waiters are pruned.
+/// of each worker registers the fd with that worker's epoll, so the
+/// readiness reaches the worker the waiter runs on whatever the others are
+/// doing (docs/ARCHITECTURE.md §4); stale waiters are pruned.
 pub(crate) fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w: Waiter) -> Enlist {
     use std::sync::atomic::Ordering::Acquire;
     let mut g = fdtable::lock(&e.waiters);
@@ -333,13 +335,13 @@ pub(crate) fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w:
     if e.seq(dir).load(Acquire) != seen.seq {
         return Enlist::Changed;
     }
-    if g.registered != gen.wrapping_add(1) {
-        let worker = current_worker().expect("coroutines run on workers");
+    let worker = current_worker().expect("coroutines run on workers");
+    if !g.registered_on(gen, worker.index) {
         let data = (fd as u32 as u64) | ((gen as u64) << 32);
         if let Err(err) = worker.epoll().register(fd, data) {
             return Enlist::NotPollable(err);
         }
-        g.registered = gen.wrapping_add(1);
+        g.mark_registered(gen, worker.index);
     }
     let list = g.list(dir);
     list.retain(|x| x.is_live());

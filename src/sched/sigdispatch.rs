@@ -14,13 +14,13 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
+use super::runtime::runtime;
 use super::siginfo;
 use super::sigmask::{self, bit};
 use super::signals::{
     kick_if_running, main_ref, open, wants_wake, DISPATCHING, PROC_PENDING, SCAN, WORK,
 };
 use super::task::{Task, TaskRef, DONE};
-use super::worker::runtime;
 
 // ---------------------------------------------------------------------------
 // The registry of live tasks (normal context only), for the rare searches:
@@ -158,7 +158,7 @@ fn tick_slow(applied: &AtomicU64) {
 /// `sync::wake_later`). Async-signal-safe.
 pub fn request_work() {
     WORK.store(true, Ordering::SeqCst);
-    super::worker::notify_all();
+    super::spawn::notify_all();
 }
 
 fn dispatch() {
@@ -256,7 +256,7 @@ pub(super) fn interrupt(t: &TaskRef) {
     }
     fence(Ordering::SeqCst);
     if t.unpark_current() {
-        super::worker::schedule(t.clone());
+        super::spawn::schedule(t.clone());
         return;
     }
     let d = t.ident.pending.load(Ordering::SeqCst) & !t.ident.sigmask.load(Ordering::SeqCst);

@@ -57,11 +57,12 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use std::sync::Arc;
 
 use super::park::{current, in_signal_handler};
+use super::runtime::runtime;
 use super::sigdispatch::{interrupt, register, unregister, REGISTRY};
 use super::siginfo::{self, Info};
 use super::sigmask::{self, bit, UNBLOCKABLE};
 use super::task::{Task, TaskRef, DONE, NOTIFIED, RUNNING};
-use super::worker::{current_worker, runtime};
+use super::worker::current_worker;
 
 /// `si_value` of a kick (with SI_QUEUE and our own pid).
 pub const KICK_VALUE: u64 = 0x636f_7275_6e4b_4943;
@@ -222,7 +223,7 @@ pub fn restore_mask(t: &Task, saved: u64) {
 /// The workers' mask changed: wake sleeping workers so they apply it.
 /// Async-signal-safe.
 fn mask_changed() {
-    super::worker::notify_all();
+    super::spawn::notify_all();
 }
 
 /// Applies the workers' mask to this thread now, if it is a worker and not
@@ -399,7 +400,7 @@ fn request_wake(t: &Task, sig: i32) {
     }
     WORK.store(true, Ordering::SeqCst);
     kick_if_running(t, sig);
-    super::worker::notify_home(t.home());
+    super::spawn::notify_home(t.home());
 }
 
 /// Sends the marker signal to the worker running `t`, if `t` runs (or is
@@ -453,7 +454,7 @@ pub fn to_process(sig: i32, info: &Info) {
         siginfo::take(0, sig);
     }
     WORK.store(true, Ordering::SeqCst);
-    super::worker::notify_all();
+    super::spawn::notify_all();
 }
 
 /// Whether main would take a process signal `sig` (it exists, runs and does

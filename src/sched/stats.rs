@@ -24,8 +24,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use super::runtime::runtime;
 use super::waitdesc::{Cause, CAUSES};
-use super::worker::{current_worker, runtime};
+use super::worker::current_worker;
 use crate::config::MAX_WORKERS;
 
 #[repr(align(128))]

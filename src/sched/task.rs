@@ -52,6 +52,9 @@ const STATE_MASK: u64 = 7;
 /// Home worker of a task that has not run yet.
 pub const NO_HOME: usize = usize::MAX;
 
+/// `Task::claim` of a never-run task taken to be run.
+const TAKEN: usize = usize::MAX;
+
 /// What a task runs.
 pub enum Entry {
     /// A C start routine, as `pthread_create` and `corun_spawn` take.
@@ -91,6 +94,11 @@ pub struct Task {
     pub id: u64,
     state: AtomicU64,
     home: AtomicUsize,
+    /// Who may run a never-run task (see `take_for`): 0 whoever dequeues
+    /// it from the queue of its home, `w + 1` worker `w` (it was moved
+    /// there), TAKEN someone took it to run (every other queue entry of
+    /// it is stale).
+    claim: AtomicUsize,
     pub stack_size: usize,
     pub(super) entry: UnsafeCell<Option<Entry>>,
     /// The stack reserved at spawn (so a spawn can fail with EAGAIN, as
@@ -149,6 +157,7 @@ impl Task {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: AtomicU64::new(NEW),
             home: AtomicUsize::new(NO_HOME),
+            claim: AtomicUsize::new(0),
             stack_size,
             entry: UnsafeCell::new(Some(entry)),
             stack: UnsafeCell::new(None),
@@ -177,6 +186,33 @@ impl Task {
 
     pub(super) fn set_home(&self, w: usize) {
         self.home.store(w, Ordering::Release);
+    }
+
+    /// Takes the never-run task to run it: called by worker `holder` that
+    /// dequeued it from one of its never-run queues, or by a joiner that
+    /// takes it from the queue of `holder`, its home (`spawn::take_for_join`).
+    /// False if someone else took or moved it: a task can be in two queues
+    /// at once (a joiner took it from another worker's queue), and the
+    /// entry left behind is stale.
+    #[inline]
+    pub(super) fn take(&self, holder: usize) -> bool {
+        self.claim_from(holder.wrapping_add(1), TAKEN) || self.claim_from(0, TAKEN)
+    }
+
+    /// Moves the never-run task's right to run from worker `from` (whose
+    /// queue it was taken from) to worker `to`; false if it was taken.
+    pub(super) fn reserve(&self, from: usize, to: usize) -> bool {
+        let to = to.wrapping_add(1);
+        self.claim_from(from.wrapping_add(1), to) || self.claim_from(0, to)
+    }
+
+    #[inline]
+    fn claim_from(&self, cur: usize, to: usize) -> bool {
+        self.claim.load(Ordering::Relaxed) == cur
+            && self
+                .claim
+                .compare_exchange(cur, to, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// The scheduler is about to run the task.
@@ -343,6 +379,26 @@ mod tests {
         assert_eq!(t.state(), NOTIFIED);
         assert!(t.finish_park(), "the scheduler requeues it");
         assert_eq!(t.state(), RUNNABLE);
+    }
+
+    #[test]
+    fn a_never_run_task_is_taken_once() {
+        let t = task();
+        assert!(t.take(1), "whoever holds it first takes it");
+        assert!(!t.take(1), "a second entry of it is stale");
+        assert!(!t.take(0));
+        assert!(!t.reserve(1, 2), "a taken task cannot be moved");
+    }
+
+    #[test]
+    fn a_moved_task_is_taken_by_its_new_holder_only() {
+        let t = task();
+        assert!(t.reserve(0, 2), "moved from worker 0 to 2");
+        assert!(!t.take(0), "the old holder's entry is stale");
+        assert!(!t.reserve(0, 1));
+        assert!(t.reserve(2, 1), "moved on from 2 to 1");
+        assert!(!t.take(2));
+        assert!(t.take(1));
     }
 
     #[test]

@@ -24,7 +24,7 @@ impl Waiter {
         match self {
             Waiter::Task { task, token } => {
                 if task.try_unpark(token) {
-                    super::worker::schedule(task);
+                    super::spawn::schedule(task);
                 }
             }
             Waiter::Thread(p) => p.unpark(),

@@ -35,7 +35,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::worker::{Runtime, Worker};
+use super::runtime::Runtime;
+use super::worker::Worker;
 use crate::sys::{now_ns, raw_stderr};
 
 static STARTED: AtomicBool = AtomicBool::new(false);
@@ -147,16 +148,18 @@ fn hand_off(rt: &'static Runtime, stalled: &'static Worker) {
     if others.is_empty() {
         return;
     }
-    while let Some(t) = stalled.take_never_run() {
+    loop {
         let target = others
             .iter()
             .min_by_key(|w| w.load.load(Ordering::Relaxed))
             .expect("not empty");
-        if !target.started.load(Ordering::Acquire) && super::worker::ensure_started(target).is_err()
+        if !target.started.load(Ordering::Acquire)
+            && super::runtime::ensure_started(target).is_err()
         {
-            stalled.place_remote(t);
             return;
         }
-        target.place_remote(t);
+        if !stalled.move_never_run(target) {
+            return;
+        }
     }
 }

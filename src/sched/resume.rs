@@ -1,0 +1,165 @@
+//! Running one task: its coroutine is made on the first run (stack, own
+//! TLS block), its thread pointer is installed around each resume
+//! (docs/ARCHITECTURE.md §9.1), and what its suspension means decides
+//! where it goes next (back on the run queue, parked, finished).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::ctx::{overflow, tls, Coroutine, Resumed, Yielder};
+
+use super::fdtable;
+use super::runtime::runtime;
+use super::task::{Entry, TaskRef};
+use super::worker::{Worker, CURRENT, WORKER};
+
+impl Worker {
+    /// Runs one task until it suspends or finishes.
+    pub(super) fn run_task(&'static self, t: TaskRef) {
+        let tp = Arc::as_ptr(&t);
+        // SAFETY: only this worker touches `coro` and `stack` of a task it
+        // runs (the task is out of every queue while it runs).
+        let coro = unsafe { &mut *t.coro.get() };
+        if coro.is_none() {
+            t.set_home(self.index);
+            // SAFETY: as above.
+            let stack = unsafe { (*t.stack.get()).take() };
+            let stack = match stack {
+                Some(s) => s,
+                None => match self.get_stack(t.stack_size) {
+                    Ok(s) => s,
+                    Err(_) => {
+                        crate::sys::raw_stderr(
+                            b"corun: cannot map a coroutine stack; task dropped\n",
+                        );
+                        self.finish(t, true);
+                        return;
+                    }
+                },
+            };
+            if t.ident.own_tls.get() && t.ident.tp.get() == 0 {
+                match tls::ThreadBlock::new(self.tid.load(Ordering::Relaxed)) {
+                    Some(b) => {
+                        t.ident.tp.set(b.tp());
+                        t.ident.tls.set(Some(b));
+                    }
+                    None => crate::sys::raw_stderr(
+                        b"corun: no TLS block could be made; this thread shares its worker's\n",
+                    ),
+                }
+            }
+            let wp: *const Worker = self;
+            let (guard, top) = (stack.guard_range(), stack.top());
+            *coro = Some(Coroutine::new(stack, move |y: &Yielder| {
+                // SAFETY: the scheduler holds a TaskRef while the task runs,
+                // and the body only runs while the task runs.
+                let task = unsafe { &*tp };
+                task.yielder.set(y);
+                if task.ident.tp.get() != 0 {
+                    // On the coroutine's own thread pointer: the runtime's
+                    // thread-locals read here are this coroutine's copies,
+                    // set once (it never changes worker, and its stack
+                    // never moves); then libc's per-thread state.
+                    WORKER.set(wp);
+                    CURRENT.set(tp);
+                    overflow::set_running(task.id, guard, top);
+                    tls::start_thread();
+                }
+                // A signal made pending for it before it ran.
+                super::signals::run_pending(task);
+                // SAFETY: `entry` is only touched on the home worker, here.
+                let entry = unsafe { (*task.entry.get()).take() };
+                let r = match entry {
+                    Some(Entry::C { f, arg }) => f(arg),
+                    Some(Entry::Rust(f)) => f(),
+                    None => std::ptr::null_mut(),
+                };
+                fdtable::lock(&task.join).result = r as usize;
+            }));
+        }
+        let co = coro.as_mut().expect("coroutine just made");
+        t.set_running();
+        let (guard, top) = co.bounds();
+        overflow::set_running(t.id, guard, top);
+        self.running_id.store(t.id, Ordering::Relaxed);
+        self.running_start_addr
+            .store(t.start_addr, Ordering::Relaxed);
+        self.running_since
+            .store(self.local.clock.get(), Ordering::Relaxed);
+        CURRENT.set(tp);
+        let own_tp = t.ident.tp.get();
+        let r = if own_tp != 0 {
+            resume_as(co, own_tp, self.local.tp.get())
+        } else {
+            co.resume()
+        };
+        CURRENT.set(std::ptr::null());
+        self.running_id.store(0, Ordering::Relaxed);
+        overflow::clear_running();
+        // Only this thread writes it: no read-modify-write needed.
+        self.switches
+            .store(self.switches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        match r {
+            Resumed::Suspended if t.yielding.get() => {
+                t.yielding.set(false);
+                t.set_runnable();
+                self.push_local(t);
+            }
+            Resumed::Suspended if t.exiting.get() => {
+                // SAFETY: pthread_exit suspended for good; its C frames own
+                // nothing corun must drop (C has no destructors to run).
+                unsafe { co.abandon() };
+                self.finish(t, false);
+            }
+            Resumed::Suspended => {
+                if t.finish_park() {
+                    self.push_local(t);
+                }
+            }
+            Resumed::Finished => self.finish(t, false),
+        }
+    }
+
+    fn finish(&self, t: TaskRef, failed: bool) {
+        if let Some(rt) = runtime() {
+            (rt.plugins.task_ended)(t.id);
+        }
+        t.ident.tp.set(0);
+        if let Some(b) = t.ident.tls.take() {
+            b.release();
+        }
+        super::signals::task_ended(&t);
+        // SAFETY: the task no longer runs; only its home worker touches `coro`.
+        if let Some(c) = unsafe { (*t.coro.get()).take() } {
+            self.put_stack(c.into_stack());
+        }
+        t.set_done();
+        self.load.fetch_sub(1, Ordering::Relaxed);
+        let joiner = {
+            let mut j = fdtable::lock(&t.join);
+            j.done = true;
+            if failed {
+                j.result = 0;
+            }
+            j.joiner.take()
+        };
+        if let Some(w) = joiner {
+            w.wake();
+        }
+    }
+}
+
+/// Resumes `co` with its own thread pointer `tp` installed, then puts the
+/// worker's (`home`) back. Kept out of line and free of TLS accesses: the
+/// compiler treats the thread pointer as constant within a function, so a
+/// TLS address computed here could belong to the wrong thread.
+#[inline(never)]
+fn resume_as(co: &mut Coroutine, tp: usize, home: usize) -> Resumed {
+    // SAFETY: `tp` is the coroutine's live block; nothing below uses TLS
+    // until `home`, this thread's own, is back.
+    unsafe { tls::set_thread_pointer(tp) };
+    let r = co.resume();
+    // SAFETY: as above.
+    unsafe { tls::set_thread_pointer(home) };
+    r
+}

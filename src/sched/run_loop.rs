@@ -1,0 +1,226 @@
+//! The scheduler loop a worker runs: which task next, when to poll, when
+//! to steal, when to sleep.
+//!
+//! Run a task from the queues; every `POLL_EVERY` tasks, or when there is
+//! nothing to run, poll the netpoller (without blocking when work remains)
+//! and fire expired timers; when idle, steal never-run tasks from the
+//! others, watch the shared queues a few microseconds if another worker
+//! is awake (`spin_for_work`), then sleep until the next timer
+//! (docs/ARCHITECTURE.md §4).
+
+use std::sync::atomic::Ordering;
+
+use super::runtime::{runtime, Runtime};
+use super::task::TaskRef;
+use super::worker::{steal_one, Worker};
+
+/// Run this many tasks between netpoller checks when busy.
+pub(super) const POLL_EVERY: u64 = 61;
+/// How long an idle worker watches for work before sleeping, and how often
+/// it looks at its epoll meanwhile.
+const SPIN_NS: u64 = 50_000;
+const SPIN_POLL_NS: u64 = 5_000;
+/// Never-run tasks of a worker held by one task this long may be stolen.
+const STEAL_AFTER_NS: u64 = 1_000_000;
+/// Never-run tasks moved at most by one steal.
+const STEAL_BATCH: usize = 64;
+
+impl Worker {
+    /// The scheduler loop; returns when `stop` says so (worker 0, when main
+    /// is done) or never.
+    pub(super) fn run(&'static self, stop: &dyn Fn() -> bool) {
+        let rt = runtime().expect("runtime started before its workers");
+        loop {
+            super::sigdispatch::worker_tick(&self.sig_epoch);
+            if stop() {
+                return;
+            }
+            if let Some(t) = self.next_task(rt) {
+                self.run_task(t);
+                if self.local.tick.get().is_multiple_of(POLL_EVERY) {
+                    self.poll(rt, false);
+                }
+                continue;
+            }
+            // Out of work: look at the netpoller, unless it was looked at
+            // a moment ago (the spin below looks every SPIN_POLL_NS). A
+            // worker whose coroutine parks to wait for another worker (a
+            // join, a channel) is back here at once, and the epoll_wait
+            // it made each time was on the path of the wake-up that
+            // follows.
+            let now = crate::sys::now_ns();
+            if now.saturating_sub(self.local.clock.get()) >= SPIN_POLL_NS {
+                self.poll(rt, false);
+                if !self.local.run_queue.borrow().is_empty() {
+                    continue;
+                }
+            }
+            if let Some(t) = self.steal_from_others(rt, now) {
+                self.run_task(t);
+                continue;
+            }
+            if stop() {
+                return;
+            }
+            if self.spin_for_work(rt) {
+                continue;
+            }
+            self.poll(rt, true);
+        }
+    }
+
+    fn next_task(&self, rt: &Runtime) -> Option<TaskRef> {
+        let tick = self.local.tick.get().wrapping_add(1);
+        self.local.tick.set(tick);
+        if tick.is_multiple_of(POLL_EVERY) {
+            // Fairness: shared queues and never-run tasks get a turn even
+            // when the local queue never drains; so do tasks woken from
+            // other threads (the blocking pool, other workers), which join
+            // the back of the local queue.
+            self.drain_inbox();
+            if let Some(t) = self.pop_placed(rt) {
+                return Some(t);
+            }
+            if let Some(t) = self.pop_fresh() {
+                return Some(t);
+            }
+        }
+        if let Some(t) = self.local.run_queue.borrow_mut().pop() {
+            return Some(t);
+        }
+        if !self.inbox.is_empty() {
+            self.drain_inbox();
+            if let Some(t) = self.local.run_queue.borrow_mut().pop() {
+                return Some(t);
+            }
+        }
+        self.pop_fresh().or_else(|| self.pop_placed(rt))
+    }
+
+    /// A never-run task spawned here, skipping stale entries (tasks a
+    /// joiner took to run itself: `Task::take`).
+    fn pop_fresh(&self) -> Option<TaskRef> {
+        while let Some(t) = self.local.fresh.pop() {
+            if t.take(self.index) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// A never-run task placed here by another thread, or from the global
+    /// queue, skipping stale entries.
+    fn pop_placed(&self, rt: &Runtime) -> Option<TaskRef> {
+        while let Some(t) = steal_one(&self.placed).or_else(|| steal_one(&rt.global)) {
+            if t.take(self.index) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Moves up to 256 tasks woken from other threads to the back of the
+    /// local run queue.
+    fn drain_inbox(&self) {
+        if self.inbox.is_empty() {
+            return;
+        }
+        let mut rq = self.local.run_queue.borrow_mut();
+        for _ in 0..256 {
+            match steal_one(&self.inbox) {
+                Some(t) => rq.push(t),
+                None => break,
+            }
+        }
+    }
+
+    /// Takes never-run tasks from another worker whose queue waits: one
+    /// that has been running the same task for a while, or one with a
+    /// backlog (two or more never-run tasks queued). Half of them (at most
+    /// STEAL_BATCH) move here, so that both work through the backlog: 100,000
+    /// coroutines spawned by a busy main all went to the other worker
+    /// (`spawn.rs`: a busy worker is full), which ran them one by one
+    /// while this one idled. One queued task of a switching worker is left
+    /// to it: it runs it soon enough, and taking it would undo placement.
+    fn steal_from_others(&'static self, rt: &Runtime, now: u64) -> Option<TaskRef> {
+        let n = rt.workers.len();
+        for k in 1..n {
+            let v = rt.workers[(self.index + k) % n];
+            let queued = v.fresh_stealer.len() + v.placed.len();
+            if queued == 0 {
+                continue;
+            }
+            let busy = v.running_id.load(Ordering::Relaxed) != 0
+                && now.saturating_sub(v.running_since.load(Ordering::Relaxed)) > STEAL_AFTER_NS;
+            if !busy && queued < 2 {
+                continue;
+            }
+            for _ in 0..(queued / 2).clamp(1, STEAL_BATCH) {
+                if !v.move_never_run(self) {
+                    break;
+                }
+            }
+            if let Some(t) = self.pop_placed(rt) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Before sleeping, watch the shared queues for a few microseconds if
+    /// another worker is awake: handing work to a worker asleep in
+    /// epoll costs an eventfd write and a kernel wake-up (~50 us on a VM,
+    /// the unpinned eventfd ping-pong baseline of `make bench`), which
+    /// dominated spawn+join and join-style wake-ups across workers. Go's
+    /// idle Ps spin the same way. Returns true if work arrived.
+    fn spin_for_work(&'static self, rt: &Runtime) -> bool {
+        // Another worker awake (running, or about to) may hand us work.
+        let others_run = rt.workers.iter().any(|w| {
+            w.index != self.index
+                && w.started.load(Ordering::Relaxed)
+                && !w.dead.load(Ordering::Relaxed)
+                && !w.sleeping.load(Ordering::Relaxed)
+        });
+        let timer_soon = self
+            .local
+            .timers
+            .borrow()
+            .next_deadline()
+            .is_some_and(|d| d <= self.local.clock.get() + SPIN_NS);
+        if !others_run || timer_soon {
+            return false;
+        }
+        let start = crate::sys::now_ns();
+        let mut next_poll = start + SPIN_POLL_NS;
+        loop {
+            for _ in 0..64 {
+                if self.has_shared_work(rt) {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+            let now = crate::sys::now_ns();
+            if now >= next_poll {
+                // Readiness of fds registered here arrives through this
+                // worker's epoll, not its queues: look there too, or the
+                // spin would delay it (a pipe ping-pong across workers got
+                // 20% slower before this check).
+                self.poll(rt, false);
+                if !self.local.run_queue.borrow().is_empty() {
+                    return true;
+                }
+                // A backlog on another worker (a busy spawner's queue).
+                if let Some(t) = self.steal_from_others(rt, now) {
+                    // Taken already (`Task::take`): the run queue, whose
+                    // entries run as they are.
+                    self.push_local(t);
+                    return true;
+                }
+                next_poll = now + SPIN_POLL_NS;
+            }
+            if now - start > SPIN_NS {
+                return false;
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The runtime: the set of workers, the global queue, the configuration,
+//! and the start of worker threads.
+//!
+//! Worker 0 is the thread that starts the runtime (the program's main
+//! thread); the others get a thread on first use (`ensure_started`): a
+//! program that never has a second coroutine (every `sh` or `cat` that
+//! inherits LD_PRELOAD) never pays for their threads.
+//!
+//! The scheduler core (this file, `worker.rs`, `run_loop.rs`, `resume.rs`,
+//! `spawn.rs`, `netpoller.rs`, `stack_pool.rs`) calls nothing above it:
+//! what the layers above want to hear of (a task ended, for a forked
+//! child's exit; the first spawn, for the watchdog) they install as
+//! `Plugins` when they start the runtime (`sched::start`,
+//! docs/ARCHITECTURE.md §1).
+
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+
+use crossbeam_deque::Injector;
+
+use crate::ctx::{overflow, tls};
+
+use super::task::{TaskRef, DONE};
+use super::worker::{current_worker, Worker};
+
+/// What the layers above the scheduler core are told.
+pub struct Plugins {
+    /// A task ended (its id).
+    pub task_ended: fn(u64),
+    /// A task was spawned.
+    pub spawned: fn(&'static Runtime),
+}
+
+pub struct Runtime {
+    pub workers: Vec<&'static Worker>,
+    pub(super) global: Injector<TaskRef>,
+    pub config: crate::config::Config,
+    pub(super) plugins: Plugins,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// The runtime, if started.
+#[inline]
+pub fn runtime() -> Option<&'static Runtime> {
+    RUNTIME.get()
+}
+
+/// Starts the runtime with this thread as worker 0; workers 1.. get threads
+/// when first used.
+pub fn start(config: crate::config::Config, plugins: Plugins) -> std::io::Result<&'static Runtime> {
+    let mut workers = Vec::with_capacity(config.workers);
+    for i in 0..config.workers {
+        workers.push(Worker::new(i)?);
+    }
+    let rt = Runtime {
+        workers,
+        global: Injector::new(),
+        config,
+        plugins,
+    };
+    if RUNTIME.set(rt).is_err() {
+        return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
+    }
+    let rt = runtime().expect("just set");
+    if rt.config.own_tls {
+        tls::init();
+    }
+    overflow::install_handler();
+    rt.workers[0].started.store(true, Ordering::Release);
+    rt.workers[0].attach();
+    Ok(rt)
+}
+
+/// Starts the thread of worker `w` unless it runs already.
+pub fn ensure_started(w: &'static Worker) -> std::io::Result<()> {
+    if w.dead.load(Ordering::Relaxed) {
+        return Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
+    }
+    if w.started
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return Ok(());
+    }
+    start_thread(w).inspect_err(|_| w.started.store(false, Ordering::Release))
+}
+
+fn start_thread(w: &'static Worker) -> std::io::Result<()> {
+    crate::sys::spawn_native_thread(Box::new(move || {
+        w.attach();
+        w.run(&|| false);
+    }))
+}
+
+/// Drives worker 0 on this thread until `t` is done.
+pub fn run_until_done(t: &TaskRef) {
+    let w = current_worker().expect("worker 0 attached");
+    w.run(&|| t.state() == DONE);
+}

@@ -1,0 +1,279 @@
+//! Placement: where a new task goes, and how a runnable task reaches its
+//! worker from any thread.
+//!
+//! A spawn goes to the least loaded worker (load = live tasks homed
+//! there); ties stay local. A worker held by one task for longer than
+//! `BUSY_NS` counts as full; when that worker is the spawner's own, the
+//! task stays local and an idle worker is woken to steal it. A join of a
+//! task that has not run takes it to the joiner's worker
+//! (`take_for_join`), and a worker whose coroutines keep doing that keeps
+//! its next spawns local (fork-join affinity). A woken task goes back to
+//! its home worker: pushed on its local queue when the waker is that
+//! worker, else on its inbox, with `notify` (docs/ARCHITECTURE.md §4).
+//!
+//! Measured with 2 workers (`co_bench_micro spawn`, medians): spawn+join
+//! crossed workers twice, 1.8-2.3 us; with the join taking the child back,
+//! 1.0 us; with fork-join affinity 0.37 us, as on 1 worker (0.35 us).
+
+use std::sync::atomic::Ordering;
+
+use crate::ctx::tls;
+
+use super::runtime::{ensure_started, runtime, Runtime};
+use super::stack_pool::shared_stack;
+use super::task::{Entry, Task, TaskRef, NO_HOME};
+use super::worker::{current_worker, Worker};
+
+/// A worker running one task for longer than this is not given new tasks.
+const BUSY_NS: u64 = 2_000_000;
+/// Fork-join affinity at or above which a spawn stays local.
+const FORK_JOIN_LOCAL: u32 = 4;
+/// Its ceiling, and what a join of a task that has not run adds.
+const FORK_JOIN_MAX: u32 = 16;
+const FORK_JOIN_STEP: u32 = 2;
+
+/// Puts a runnable task back on its home worker's queue (any thread).
+pub fn schedule(t: TaskRef) {
+    let home = t.home();
+    if let Some(w) = current_worker() {
+        if w.index == home {
+            w.push_local(t);
+            return;
+        }
+    }
+    let rt = match runtime() {
+        Some(rt) => rt,
+        None => return,
+    };
+    if home == NO_HOME || home >= rt.workers.len() {
+        rt.global.push(t);
+        wake_one(rt);
+        return;
+    }
+    let w = rt.workers[home];
+    w.inbox.push(t);
+    w.notify();
+}
+
+/// Wakes every sleeping worker (async-signal-safe: atomics and eventfd
+/// writes).
+pub fn notify_all() {
+    if let Some(rt) = runtime() {
+        for w in &rt.workers {
+            w.notify();
+        }
+    }
+}
+
+/// Wakes worker `home` if it sleeps (any worker for a task with no home
+/// yet). Async-signal-safe.
+pub fn notify_home(home: usize) {
+    match runtime() {
+        Some(rt) if home < rt.workers.len() => rt.workers[home].notify(),
+        _ => notify_all(),
+    }
+}
+
+/// Makes sure another worker comes to steal from busy worker `me`: none
+/// to do if one is awake (an idle one looks at the others' queues while it
+/// spins, `run_loop.rs`); else a sleeping one is woken, or one is started.
+fn wake_thief(rt: &Runtime, me: &Worker) {
+    let mut unstarted = None;
+    for w in rt.workers.iter().filter(|w| w.index != me.index) {
+        if w.dead.load(Ordering::Relaxed) {
+            continue;
+        }
+        if !w.started.load(Ordering::Acquire) {
+            unstarted = unstarted.or(Some(*w));
+        } else if !w.sleeping.load(Ordering::SeqCst) {
+            return;
+        }
+    }
+    for w in rt.workers.iter().filter(|w| w.index != me.index) {
+        if w.sleeping.load(Ordering::SeqCst) {
+            w.notify();
+            return;
+        }
+    }
+    if let Some(w) = unstarted {
+        // No thread for it: the task stays here until this worker is free.
+        let _ = ensure_started(w);
+    }
+}
+
+fn wake_one(rt: &Runtime) {
+    for w in &rt.workers {
+        if w.sleeping.load(Ordering::SeqCst) {
+            w.notify();
+            return;
+        }
+    }
+}
+
+/// Makes a new task and places it; fails (errno) when no stack can be had.
+pub fn spawn(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
+    let start_addr = entry.start_addr();
+    spawn_at(entry, stack_size, start_addr, false)
+}
+
+/// Spawns a thread (`pthread_create`): like `spawn`, and the task gets TLS
+/// and a glibc descriptor of its own when it first runs (`ctx::tls`).
+pub fn spawn_thread(entry: Entry, stack_size: usize, start_addr: usize) -> Result<TaskRef, i32> {
+    spawn_at(entry, stack_size, start_addr, true)
+}
+
+/// Gives a new task its stack now, so that a spawn fails (with the errno a
+/// `pthread_create` would report) when none can be had: from the spawning
+/// worker's pool, or the shared one.
+fn reserve_stack(t: &Task, me: Option<&Worker>) -> Result<(), i32> {
+    let stack = match me {
+        Some(w) => w.get_stack(t.stack_size),
+        None => shared_stack(t.stack_size),
+    };
+    let s = stack.map_err(|e| e.raw_os_error().unwrap_or(libc::EAGAIN))?;
+    // SAFETY: the task is not shared yet.
+    unsafe { *t.stack.get() = Some(s) };
+    Ok(())
+}
+
+/// `spawn`, naming the start routine for the watchdog (`pthread_create`
+/// wraps the program's routine in a Rust entry).
+fn spawn_at(
+    entry: Entry,
+    stack_size: usize,
+    start_addr: usize,
+    thread: bool,
+) -> Result<TaskRef, i32> {
+    let rt: &'static Runtime = runtime().ok_or(libc::EAGAIN)?;
+    let t = Task::with_start_addr(entry, stack_size, start_addr);
+    t.ident.own_tls.set(thread && tls::available());
+    let me = current_worker();
+    reserve_stack(&t, me)?;
+    super::signals::task_created(&t, super::signals::inherited_mask());
+    // Least loaded worker; ties go to the spawner's own. A worker held by
+    // one task for longer than BUSY_NS (computing, or blocked where corun
+    // cannot see) counts as full: a new task placed there would wait.
+    let now = if rt.workers.len() > 1 {
+        crate::sys::now_ns()
+    } else {
+        0
+    };
+    let effective = |w: &Worker| {
+        let busy = w.running_id.load(Ordering::Relaxed) != 0
+            && now.saturating_sub(w.running_since.load(Ordering::Relaxed)) > BUSY_NS;
+        w.load.load(Ordering::Relaxed) + if busy { 1 << 20 } else { 0 }
+    };
+    let mut target = me;
+    let mut best = me.map_or(usize::MAX, effective);
+    // The spawner itself has held its worker for a while (a main that
+    // spawns 100,000 coroutines in a row): the task waits in the local
+    // queue, where an idle worker steals it with others, half a backlog
+    // at a time (`run_loop.rs`). Sending every such task to the other
+    // workers made them run all of them while this one, once free, idled.
+    // Only from the second spawn of one such hold on: a lone spawn (a main
+    // that forked, made one thread and then parked) goes to another worker
+    // as usual. Kept local, it ran here as soon as the spawner parked,
+    // before the thief woke, and stayed pinned behind whatever the spawner
+    // did next (readiness_busy_worker read its pipe at 2,000 ms, not 350).
+    let spawner_busy = best >= 1 << 20
+        && rt.workers.len() > 1
+        && me.is_some_and(|m| {
+            let sw = m.switches.load(Ordering::Relaxed);
+            let burst = m.local.busy_spawn_at.get() == sw;
+            m.local.busy_spawn_at.set(sw);
+            burst
+        });
+    // Fork-join: the coroutines here have been joining their children
+    // before those ran (a spawn then a join, in a loop). Each join took the
+    // child back from where placement sent it (`take_for_join`); keeping
+    // the next child local saves the crossing. Every spawn lowers the
+    // affinity and every such join raises it by two, so a program that
+    // spawns many before joining (or never joins) stays spread.
+    let fork_join = me.is_some_and(|m| {
+        let a = m.local.fork_join.get();
+        m.local.fork_join.set(a.saturating_sub(1));
+        a >= FORK_JOIN_LOCAL
+    });
+    for w in rt
+        .workers
+        .iter()
+        .filter(|w| !spawner_busy && !fork_join && !w.dead.load(Ordering::Relaxed))
+    {
+        let l = effective(w);
+        if l < best {
+            best = l;
+            target = Some(w);
+        }
+    }
+    if let Some(w) = target {
+        if !w.started.load(Ordering::Acquire) && ensure_started(w).is_err() {
+            // No thread for it: keep the task where the spawner is.
+            target = me.or(Some(rt.workers[0]));
+        }
+    }
+    (rt.plugins.spawned)(rt);
+    match target {
+        Some(w) => {
+            w.load.fetch_add(1, Ordering::Relaxed);
+            t.set_home(w.index);
+            if me.is_some_and(|m| m.index == w.index) {
+                w.local.fresh.push(t.clone());
+                if spawner_busy {
+                    wake_thief(rt, w);
+                }
+            } else {
+                w.placed.push(t.clone());
+                w.notify();
+            }
+        }
+        None => {
+            rt.global.push(t.clone());
+            wake_one(rt);
+        }
+    }
+    super::stats::spawned();
+    Ok(t)
+}
+
+/// A coroutine is about to wait for `t` to end (a join): if `t` has
+/// never run and waits in another worker's queue, and this worker has
+/// nothing else to run, this worker takes it and runs it next. A spawn followed by a join (a fork-join, the spawn+join
+/// benchmark) then stays on one worker instead of crossing to another and
+/// back (two hand-offs, 1.8 us with 2 workers against 0.35 us on one);
+/// the entry left in the other queue is stale (`Task::take`). Moving a
+/// task that has no frames yet is safe (docs/ARCHITECTURE.md §5.2).
+pub fn take_for_join(t: &TaskRef) {
+    let (Some(me), Some(rt)) = (current_worker(), runtime()) else {
+        return;
+    };
+    // Only when this worker would have nothing else to do: a program that
+    // spawns several tasks and joins them in turn keeps them spread.
+    if t.state() != super::task::NEW {
+        return;
+    }
+    let a = &me.local.fork_join;
+    a.set((a.get() + FORK_JOIN_STEP).min(FORK_JOIN_MAX));
+    let home = t.home();
+    if home == me.index || me.has_other_work() || !t.take(home) {
+        return;
+    }
+    if let Some(w) = rt.workers.get(home) {
+        w.load.fetch_sub(1, Ordering::Relaxed);
+    }
+    me.load.fetch_add(1, Ordering::Relaxed);
+    t.set_home(me.index);
+    me.push_local(t.clone());
+}
+
+/// Spawns `main`'s task pinned to this worker (it must end on the thread
+/// that drives worker 0, which returns its status to glibc).
+pub fn spawn_main(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
+    let w = current_worker().ok_or(libc::EAGAIN)?;
+    let t = Task::new(entry, stack_size);
+    reserve_stack(&t, Some(w))?;
+    super::signals::main_created(&t);
+    w.load.fetch_add(1, Ordering::Relaxed);
+    t.set_home(w.index);
+    w.push_local(t.clone());
+    Ok(t)
+}

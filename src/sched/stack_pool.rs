@@ -1,0 +1,125 @@
+//! Where coroutine stacks come from and go back to: each worker's own idle
+//! stacks, then a pool shared by all threads (docs/ARCHITECTURE.md §5.6).
+//!
+//! Each worker keeps up to `LOCAL_STACKS` idle stacks of a size for itself
+//! (no lock); beyond that they go to the shared pool, and a worker whose
+//! own pool is empty takes from there before mapping a slab. Without the
+//! shared level, stacks drained one way: taken from the spawner's pool,
+//! returned to the pool of the worker that ran the coroutine, so the
+//! spawner kept mapping slabs and the runner kept releasing pages (2
+//! madvise per cross-worker spawn+join, seen by strace).
+//!
+//! An idle worker returns the pages of the shared pool's idle stacks, a
+//! batch at a time (`scavenge_when_idle`), once the pool has seen no
+//! traffic for `SCAVENGE_AFTER_NS`: a program that spawns bursts of
+//! coroutines (100,000 sleepers, then 100,000 more) reuses the pages of
+//! the last burst instead of faulting them in again. Released at the
+//! first idle moment, they cost each burst a page fault or two per stack
+//! and a TLB shoot-down per batch (the faults were a third of the 100,000
+//! sleepers benchmark with 2 workers).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::ctx::{GuardedStack, StackPool};
+
+use super::fdtable;
+use super::worker::Worker;
+
+static SHARED_STACKS: std::sync::Mutex<StackPool> = std::sync::Mutex::new(StackPool::new());
+/// In a forked child whose parent held the shared pool's lock at the fork:
+/// the lock can never be taken again, so map slabs directly.
+static SHARED_STACKS_BROKEN: AtomicBool = AtomicBool::new(false);
+/// Idle stacks of a size a worker keeps for itself.
+const LOCAL_STACKS: usize = crate::ctx::stack::HOT;
+/// Idle stacks released per idle moment, and the pause between batches.
+const SCAVENGE_BATCH: usize = 256;
+const SCAVENGE_PAUSE_NS: u64 = 5_000_000;
+/// Quiet time of the shared pool before its idle pages are returned.
+const SCAVENGE_AFTER_NS: u64 = 500_000_000;
+/// Uses of the shared pool (gets and puts; written under its lock, so
+/// no clock is read on the spawn path), and, for the scavenger, the count
+/// it last saw and since when (monotonic ns).
+static USES: AtomicU64 = AtomicU64::new(0);
+static SEEN_USES: AtomicU64 = AtomicU64::new(u64::MAX);
+static SEEN_SINCE: AtomicU64 = AtomicU64::new(0);
+
+/// The shared pool, locked, its use counted.
+fn shared() -> std::sync::MutexGuard<'static, StackPool> {
+    let g = fdtable::lock(&SHARED_STACKS);
+    USES.store(USES.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    g
+}
+
+/// A stack from the shared pool (or a new slab).
+pub(super) fn shared_stack(size: usize) -> std::io::Result<GuardedStack> {
+    if SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
+        return GuardedStack::map_slab(size)?
+            .pop()
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOMEM));
+    }
+    shared().get(size)
+}
+
+/// In a forked child: the shared pool's lock may be held by a thread that
+/// does not exist there.
+pub(super) fn shared_stacks_after_fork() {
+    if SHARED_STACKS.try_lock().is_err() {
+        SHARED_STACKS_BROKEN.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Before an idle worker sleeps with `timeout`: once the shared pool has
+/// been quiet for `SCAVENGE_AFTER_NS`, returns a batch of its idle pages;
+/// the timeout is shortened so that the worker comes back for the next
+/// batch, or when the quiet time is over (a worker busy elsewhere holds
+/// the lock: skip this time).
+pub(super) fn scavenge_when_idle(timeout: Option<u64>) -> Option<u64> {
+    let Ok(mut pool) = SHARED_STACKS.try_lock() else {
+        return timeout;
+    };
+    if !pool.needs_scavenge() {
+        return timeout;
+    }
+    // Under the lock: the counts are stable, and only one scavenger looks.
+    let now = crate::sys::now_ns();
+    let uses = USES.load(Ordering::Relaxed);
+    if SEEN_USES.swap(uses, Ordering::Relaxed) != uses {
+        SEEN_SINCE.store(now, Ordering::Relaxed);
+    }
+    let quiet = now.saturating_sub(SEEN_SINCE.load(Ordering::Relaxed));
+    let wait = if quiet < SCAVENGE_AFTER_NS {
+        SCAVENGE_AFTER_NS - quiet
+    } else {
+        pool.scavenge(SCAVENGE_BATCH);
+        if !pool.needs_scavenge() {
+            return timeout;
+        }
+        SCAVENGE_PAUSE_NS
+    };
+    Some(timeout.map_or(wait, |t| t.min(wait)))
+}
+
+impl Worker {
+    /// A stack: this worker's idle ones first, then the shared pool.
+    pub(super) fn get_stack(&self, size: usize) -> std::io::Result<GuardedStack> {
+        if let Some(s) = self.local.stacks.borrow_mut().take_idle(size) {
+            return Ok(s);
+        }
+        shared_stack(size)
+    }
+
+    /// Gives a finished coroutine's stack back: kept here up to
+    /// LOCAL_STACKS of its size, else to the shared pool.
+    pub(super) fn put_stack(&self, s: GuardedStack) {
+        {
+            let mut local = self.local.stacks.borrow_mut();
+            if local.idle(s.usable_size()) < LOCAL_STACKS
+                || SHARED_STACKS_BROKEN.load(Ordering::Relaxed)
+            {
+                local.put(s);
+                return;
+            }
+        }
+        shared().put(s);
+    }
+}
