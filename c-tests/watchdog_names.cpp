@@ -3,11 +3,16 @@
 //   lambda MS   a std::thread running a lambda spins MS ms; main joins it
 //   fnptr MS    a std::thread running the function spin_for spins MS ms
 //   yield MS    a std::thread calls sched_yield for MS ms (nothing else runs)
+//   block MS    a std::thread running block_for sleeps MS ms in a raw
+//               nanosleep system call (one corun does not see)
 //   create N    main creates N threads (64 KiB stacks) without a pause,
 //               then joins them all
 // Each prints one line saying what it did; natively the same.
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -31,12 +36,20 @@ __attribute__((noinline)) void spin_for(long ms)
         x = x + 1;
 }
 
+// Sleeps in the kernel where no hook sees it: syscall() passes nanosleep
+// straight to the kernel.
+__attribute__((noinline)) void block_for(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    syscall(SYS_nanosleep, &ts, nullptr);
+}
+
 static void *nothing(void *) { return nullptr; }
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: %s lambda|fnptr|yield|create N\n", argv[0]);
+        std::fprintf(stderr, "usage: %s lambda|fnptr|block|yield|create N\n", argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -54,6 +67,10 @@ int main(int argc, char **argv)
         std::thread t(spin_for, n);
         t.join();
         std::printf("spin_for spun %ld ms\n", n);
+    } else if (!std::strcmp(mode, "block")) {
+        std::thread t(block_for, n);
+        t.join();
+        std::printf("block_for slept %ld ms\n", n);
     } else if (!std::strcmp(mode, "yield")) {
         long yields = 0;
         std::thread t([n, &yields] {

@@ -34,6 +34,9 @@ pub struct Config {
     pub stats: bool,
     pub blocking_threads: usize,
     pub stall_ms: u64,
+    /// CORUN_STALL_MS was given: the watchdog also reports coroutines that
+    /// compute (by default only workers blocked where corun cannot see).
+    pub stall_compute: bool,
     /// Threads made by pthread_create get TLS of their own (CORUN_TLS).
     pub own_tls: bool,
     /// The signal that makes the process write a dump (0: none).
@@ -99,7 +102,9 @@ impl Config {
                 }
             },
         };
-        let stall_ms = match s("CORUN_STALL_MS")? {
+        let stall_var = s("CORUN_STALL_MS")?;
+        let stall_compute = stall_var.is_some();
+        let stall_ms = match stall_var {
             None => 100,
             Some(v) => match v.parse::<u64>() {
                 Ok(n) if n <= 3_600_000 => n,
@@ -137,6 +142,7 @@ impl Config {
             stats,
             blocking_threads,
             stall_ms,
+            stall_compute,
         })
     }
 }

@@ -7,7 +7,9 @@
 # 100,000 threads without a pause. Each program prints natively what it
 # prints under corun (one worker and the default).
 source "$(dirname "$0")/../lib.sh"
-CORUN_WORKERS=2 corun "$BIN/co_multicore" stall 500 >"$TMPD/out" 2>"$TMPD/err" || fail "stall run failed: $(cat "$TMPD/out" "$TMPD/err")"
+# A coroutine that computes is reported when CORUN_STALL_MS is set; by
+# default only a worker asleep in the kernel (a wait corun did not see).
+CORUN_STALL_MS=100 CORUN_WORKERS=2 corun "$BIN/co_multicore" stall 500 >"$TMPD/out" 2>"$TMPD/err" || fail "stall run failed: $(cat "$TMPD/out" "$TMPD/err")"
 cat "$TMPD/out" "$TMPD/err"
 n=$(grep -c "corun: worker .* stalled for .* in coroutine .* (started at spin_forever)" "$TMPD/err" || true)
 [ "$n" = 1 ] || fail "expected one watchdog line naming spin_forever, got $n"
@@ -17,6 +19,10 @@ awk -v p="$probe" 'BEGIN { exit !(p < 100) }' || fail "the echo on the other wor
 CORUN_STALL_MS=0 CORUN_WORKERS=2 corun "$BIN/co_multicore" stall 300 >/dev/null 2>"$TMPD/err2"
 grep -q stalled "$TMPD/err2" && fail "watchdog printed with CORUN_STALL_MS=0"
 ok "watchdog named the spinning C coroutine once"
+env -u CORUN_STALL_MS CORUN_WORKERS=2 LD_PRELOAD="$LIB" "$BIN/co_multicore" stall 500 >/dev/null 2>"$TMPD/err3" \
+    || fail "stall run (default threshold) failed: $(cat "$TMPD/err3")"
+grep -q stalled "$TMPD/err3" && fail "a computing coroutine was reported without CORUN_STALL_MS: $(cat "$TMPD/err3")"
+ok "without CORUN_STALL_MS, a coroutine that computes is not reported"
 
 # runs NAME WANT_STALL_PATTERN CMD...: natively, then under corun with one
 # worker and the default; the same stdout each time; under corun exactly
@@ -44,6 +50,9 @@ runs() {
         ok "$name (workers=$w): $(cat "$out.err" | head -1)"
     done
 }
+# A raw nanosleep of 500 ms blocks the worker where corun cannot see:
+# reported with the default threshold, naming block_for.
+(unset CORUN_STALL_MS; runs cxx_block "in coroutine [0-9]* (started at std::thread running block_for(long)); other" "$BIN/watchdog_names" block 500)
 export CORUN_STALL_MS=100
 runs cxx_lambda "in coroutine [0-9]* (started at std::thread running main::{lambda()#1}); other" "$BIN/watchdog_names" lambda 500
 runs cxx_fnptr "in coroutine [0-9]* (started at std::thread running spin_for(long)); other" "$BIN/watchdog_names" fnptr 500

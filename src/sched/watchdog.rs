@@ -9,7 +9,10 @@
 //! Cooperative scheduling has one failure mode threads do not: a coroutine
 //! that computes for a long time, or blocks in something corun cannot see
 //! (an unhooked syscall, stdio on a socket, a disk read made inline), holds
-//! its whole worker, and every other coroutine there waits. The worker
+//! its whole worker, and every other coroutine there waits. By default only
+//! the second is reported (the worker's thread sleeps in the kernel,
+//! `blocked_in_kernel`): that one is corun's to fix. A coroutine that
+//! computes is reported too when CORUN_STALL_MS is set. The worker
 //! publishes which task it runs and since when (`running_id`,
 //! `running_since`, written around each resume); this thread samples them
 //! every quarter of `CORUN_STALL_MS` and, when one task has held a worker
@@ -111,13 +114,39 @@ fn run(rt: &'static Runtime) {
                 continue;
             }
             let held = now.saturating_sub(active[i].2);
-            if held >= stall_ns && reported[i] != (id, act) {
+            if held >= stall_ns
+                && reported[i] != (id, act)
+                && (rt.config.stall_compute || blocked_in_kernel(w))
+            {
                 reported[i] = (id, act);
                 report(w, id, held);
             }
             hand_off(rt, w);
         }
     }
+}
+
+/// Whether the worker's thread sleeps in the kernel (state S or D in
+/// /proc/self/task/TID/stat) rather than runs or waits for a CPU (R): a
+/// wait corun did not see (an unhooked call, an inline disk read), the
+/// stall corun is to blame for. A coroutine that computes holds its worker
+/// as its thread would hold a CPU natively: reported only when the user
+/// set CORUN_STALL_MS (compilers, JIT threads and compressors all compute
+/// for 100 ms at a time; their stderr stays as natively).
+fn blocked_in_kernel(w: &Worker) -> bool {
+    let tid = w.tid.load(Ordering::Relaxed);
+    if tid <= 0 {
+        return false;
+    }
+    let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else {
+        return false;
+    };
+    // "tid (comm) S ...": the state follows the last ')' (comm may hold
+    // spaces and parentheses).
+    let Some(close) = stat.iter().rposition(|&c| c == b')') else {
+        return false;
+    };
+    matches!(stat.get(close + 2), Some(b'S' | b'D'))
 }
 
 fn report(w: &Worker, id: u64, held_ns: u64) {
