@@ -286,6 +286,21 @@ fn in_place(t: &Task, sig: c_int, info: *mut siginfo_t, uc: *mut c_void, on_stac
     }
 }
 
+/// Runs the program's handler for `sig` right here, as the kernel would
+/// have without corun.
+fn natively(sig: c_int, info: *mut siginfo_t, uc: *mut c_void, inf: &Info) {
+    let i = sig as usize;
+    if is_kick(inf) {
+        return;
+    }
+    let h = HANDLER[i].load(Ordering::Acquire);
+    if is_function(h) && h != 0 {
+        signal_handler_enter();
+        call(h, FLAGS[i].load(Ordering::Acquire), sig, info, uc);
+        signal_handler_leave();
+    }
+}
+
 /// What the kernel calls for every signal the program handles.
 pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c_void) {
     let i = sig as usize;
@@ -297,17 +312,10 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
     // SAFETY: the kernel's siginfo for this delivery (or NULL).
     let inf = unsafe { siginfo::from_ptr(info, sig) };
     match sched::current() {
-        None if sched::worker::current_worker().is_none() => {
-            // Not a coroutine's thread: the handler runs here, natively.
-            if !is_kick(&inf) {
-                let h = HANDLER[i].load(Ordering::Acquire);
-                if is_function(h) && h != 0 {
-                    signal_handler_enter();
-                    call(h, FLAGS[i].load(Ordering::Acquire), sig, info, uc);
-                    signal_handler_leave();
-                }
-            }
-        }
+        // Not a coroutine's thread, or a process confined by seccomp
+        // (signals are the kernel's there): the handler runs here, natively.
+        _ if sched::confined::is() => natively(sig, info, uc, &inf),
+        None if sched::worker::current_worker().is_none() => natively(sig, info, uc, &inf),
         None => {
             // The scheduler or runtime code of a worker was interrupted:
             // nobody to run it here.

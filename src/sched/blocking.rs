@@ -167,6 +167,12 @@ pub fn inline_answers() -> u64 {
 fn helper_main() {
     let me = ThreadParker::new();
     loop {
+        if super::confined::is() {
+            // The process confined itself (`confined.rs`): no helper may
+            // outlive its program's threads.
+            POOL.threads.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
         let job = {
             let mut st = lock(&POOL.state);
             match st.queue.pop_front() {
@@ -199,6 +205,19 @@ fn helper_main() {
                 w.wake();
             }
         }
+    }
+}
+
+/// The process confined itself: every idle helper wakes and leaves (a busy
+/// one leaves after its job), so that no thread of corun's keeps the
+/// process, and its fds, alive once the program's threads are gone.
+pub fn retire_all() {
+    let idle: Vec<_> = match POOL.state.lock() {
+        Ok(mut st) => st.idle.drain(..).collect(),
+        Err(_) => return,
+    };
+    for p in idle {
+        p.unpark();
     }
 }
 

@@ -12,6 +12,7 @@
 pub mod blocking;
 pub mod chan;
 pub mod chan_queue;
+pub mod confined;
 pub mod cosync;
 pub mod deadline;
 pub mod fdtable;

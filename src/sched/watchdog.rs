@@ -92,6 +92,11 @@ fn run(rt: &'static Runtime) {
         let ts = crate::sys::ns_timespec(period);
         // SAFETY: real nanosleep on a valid timespec (a native thread).
         unsafe { crate::sys::real::nanosleep(&ts, std::ptr::null_mut()) };
+        if super::confined::is() {
+            // No thread of corun's outlives a confined program's own
+            // (`confined.rs`); no coroutine stalls there any more.
+            return;
+        }
         let now = now_ns();
         for (i, w) in rt.workers.iter().enumerate() {
             let id = w.running_id.load(Ordering::Relaxed);

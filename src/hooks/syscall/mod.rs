@@ -51,6 +51,10 @@
 //! a call that takes fewer (glibc's own `syscall` reads the same stack slot
 //! the same way).
 //!
+//! SYS_fork, SYS_clone, SYS_clone3 and SYS_seccomp go to `process.rs`:
+//! a new process must get its own runtime, a filter must find corun
+//! standing aside.
+//!
 //! `futex_waitv` (SYS_futex_waitv) from a coroutine parks likewise, on all
 //! its words at once (`waitv.rs`). Not done: the futex2 calls `futex_wake`/`futex_wait`/
 //! `futex_requeue` (454-456; they pass through: a wake there does not reach
@@ -61,6 +65,7 @@
 use std::ffi::{c_int, c_long, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
+mod process;
 mod waitv;
 
 use waitv::{waitv, SYS_FUTEX_WAITV};
@@ -89,7 +94,8 @@ static SELF_HI: AtomicUsize = AtomicUsize::new(0);
 static INIT: AtomicBool = AtomicBool::new(false);
 
 /// The exported `syscall`: a call from libcorun.so itself, or with any
-/// number but SYS_futex and SYS_futex_waitv, jumps to glibc's `syscall`
+/// number but SYS_futex, SYS_futex_waitv and those of `process.rs`
+/// (fork, clone, clone3, seccomp), jumps to glibc's `syscall`
 /// (once resolved), so it is glibc's call exactly (no frame of ours: even
 /// `syscall(SYS_vfork)` behaves as it does without corun); the program's
 /// futex calls go to `syscall_hook`. Only rax and r11 are touched (neither
@@ -122,6 +128,14 @@ pub unsafe extern "C" fn syscall(
         "je 4f",
         "cmp rdi, {waitv}",
         "je 4f",
+        "cmp rdi, {p0}",
+        "je 4f",
+        "cmp rdi, {p1}",
+        "je 4f",
+        "cmp rdi, {p2}",
+        "je 4f",
+        "cmp rdi, {p3}",
+        "je 4f",
         "3:",
         "mov r11, qword ptr [rip + {real}@GOTPCREL]",
         "mov r11, qword ptr [r11]",
@@ -137,6 +151,10 @@ pub unsafe extern "C" fn syscall(
         hook = sym syscall_hook,
         futex = const libc::SYS_futex,
         waitv = const SYS_FUTEX_WAITV,
+        p0 = const process::NUMBERS[0],
+        p1 = const process::NUMBERS[1],
+        p2 = const process::NUMBERS[2],
+        p3 = const process::NUMBERS[3],
     )
 }
 
@@ -267,6 +285,8 @@ unsafe extern "C" fn syscall_hook(
         }
     } else if n == SYS_FUTEX_WAITV && in_coroutine() {
         return waitv(a1, a2 as c_uint, a3 as c_uint, a4, a5 as libc::clockid_t);
+    } else if process::NUMBERS.contains(&n) {
+        return process::call(n, [a1, a2, a3, a4, a5, a6]);
     }
     real6(n, [a1, a2, a3, a4, a5, a6])
 }
