@@ -18,8 +18,8 @@ command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools) # scripts/test
 [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 [ -e /usr/include/liburing.h ] || need+=(liburing-dev) # c-tests/hooks_io_uring.c
-[ -x /usr/sbin/vsftpd ] || need+=(vsftpd)           # scripts/tests/sig_vsftpd.sh
-[ -x /usr/sbin/sshd ] || need+=(openssh-server)     # scripts/tests/sig_sshd.sh
+[ -x /usr/sbin/vsftpd ] || need+=(vsftpd)           # scripts/tests/vsftpd_session.sh
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)     # scripts/tests/sshd_session.sh
 if [ "${1:-}" = servers ]; then
     have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "$2" ]; }
     have apache2 /usr/sbin/apache2 || need+=(apache2)
