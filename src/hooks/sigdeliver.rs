@@ -106,9 +106,21 @@ fn run_as(t: &Task, sig: c_int, h: usize, flags: c_int, info: *mut siginfo_t, uc
     if flags & libc::SA_RESTART == 0 {
         s.handled_eintr.fetch_add(1, Ordering::Relaxed);
     }
+    // SA_ONSTACK with an alternate stack set: the thread is on it for the
+    // handler's duration (`sigaction::altstack`), as the kernel would put
+    // it there.
+    let onstack = flags & libc::SA_ONSTACK != 0
+        && s.alt_size.load(Ordering::Relaxed) != 0
+        && s.alt_on.load(Ordering::Relaxed) == 0;
+    if onstack {
+        s.alt_on.store(1, Ordering::Relaxed);
+    }
     signal_handler_enter();
     call(h, flags, sig, info, uc);
     signal_handler_leave();
+    if onstack {
+        s.alt_on.store(0, Ordering::Relaxed);
+    }
     s.depth.fetch_sub(1, Ordering::Relaxed);
     signals::restore_mask(t, saved);
 }
