@@ -95,7 +95,9 @@ static INIT: AtomicBool = AtomicBool::new(false);
 
 /// The exported `syscall`: a call from libcorun.so itself, or with any
 /// number but SYS_futex, SYS_futex_waitv and those of `process.rs`
-/// (fork, clone, clone3, seccomp), jumps to glibc's `syscall`
+/// (fork, seccomp, and clone and clone3 without CLONE_VM: clone3's flags
+/// are read from its argument block, so a bad pointer there faults here
+/// instead of failing with EFAULT), jumps to glibc's `syscall`
 /// (once resolved), so it is glibc's call exactly (no frame of ours: even
 /// `syscall(SYS_vfork)` behaves as it does without corun); the program's
 /// futex calls go to `syscall_hook`. Only rax and r11 are touched (neither
@@ -128,14 +130,26 @@ pub unsafe extern "C" fn syscall(
         "je 4f",
         "cmp rdi, {waitv}",
         "je 4f",
-        "cmp rdi, {p0}",
+        "cmp rdi, {fork}",
         "je 4f",
-        "cmp rdi, {p1}",
+        "cmp rdi, {seccomp}",
         "je 4f",
-        "cmp rdi, {p2}",
-        "je 4f",
-        "cmp rdi, {p3}",
-        "je 4f",
+        // A clone with CLONE_VM makes a thread (or a vfork-like child on
+        // this very stack, which must find no frame of ours): glibc's.
+        "cmp rdi, {clone}",
+        "jne 5f",
+        "test rsi, {vm}",
+        "jnz 3f",
+        "jmp 4f",
+        "5:",
+        "cmp rdi, {clone3}",
+        "jne 3f",
+        "test rsi, rsi",
+        "jz 3f",
+        "mov rax, qword ptr [rsi]",
+        "test rax, {vm}",
+        "jnz 3f",
+        "jmp 4f",
         "3:",
         "mov r11, qword ptr [rip + {real}@GOTPCREL]",
         "mov r11, qword ptr [r11]",
@@ -151,10 +165,11 @@ pub unsafe extern "C" fn syscall(
         hook = sym syscall_hook,
         futex = const libc::SYS_futex,
         waitv = const SYS_FUTEX_WAITV,
-        p0 = const process::NUMBERS[0],
-        p1 = const process::NUMBERS[1],
-        p2 = const process::NUMBERS[2],
-        p3 = const process::NUMBERS[3],
+        fork = const libc::SYS_fork,
+        seccomp = const libc::SYS_seccomp,
+        clone = const libc::SYS_clone,
+        clone3 = const libc::SYS_clone3,
+        vm = const libc::CLONE_VM,
     )
 }
 
