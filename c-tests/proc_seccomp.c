@@ -6,8 +6,12 @@
  * it (SECCOMP_RET_KILL_THREAD, OpenSSH's choice). The child has a second
  * thread parked in a read, so under corun its calls would otherwise park
  * (and a parking write on a socket is a sendmsg). The parent checks every
- * byte, that the child ends (EOF, bounded), and how it ends. The output is
- * the same natively and under corun. */
+ * byte, that the child ends (EOF, bounded), and how it ends. A third child
+ * ends its thread first, confines itself, writes a line and then makes a
+ * forbidden call (getppid): the filter kills its only thread, and the
+ * process must end with it (SIGSYS), as natively: no thread of corun's may
+ * keep it, and its socket, alive. The output is the same natively and
+ * under corun. */
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -56,6 +60,26 @@ static int confine(int how)
     if (how == 0)
         return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+/* The third child: one thread made and joined, then confined, one line,
+ * then a call the filter forbids. */
+static void *nothing(void *unused)
+{
+    return unused;
+}
+
+static void doomed_child(int s)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, nothing, NULL);
+    pthread_join(t, NULL);
+    if (confine(0) != 0)
+        _exit(92);
+    if (write(s, "confined, now a forbidden call\n", 31) != 31)
+        _exit(93);
+    syscall(SYS_getppid);
+    _exit(97);
 }
 
 static void child(int s, int how)
@@ -152,5 +176,25 @@ int main(void)
                bye ? "received" : "missing", eof == -1 ? "EOF" : eof == -2 ? "nothing for 10 s" : "more data",
                WIFEXITED(st) ? "exited" : "killed by", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     }
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return 1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        doomed_child(sv[1]);
+    }
+    close(sv[1]);
+    char line[64];
+    int n = read_line(sv[0], line, sizeof line);
+    int eof = read_line(sv[0], line + 32, 32);
+    if (eof == -2)
+        kill(pid, SIGKILL); /* the test fails; do not wait for ever */
+    int st = 0;
+    waitpid(pid, &st, 0);
+    printf("forbidden call: %s%s; then %s; child %s %d\n", n > 0 ? "line " : "no line", n > 0 ? line : "\n",
+           eof == -1 ? "EOF" : eof == -2 ? "nothing for 10 s" : "more data", WIFEXITED(st) ? "exited" : "killed by",
+           WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     return 0;
 }

@@ -189,6 +189,7 @@ fn helper_main() {
             let extra = POOL.threads.load(Ordering::Acquire) > max_threads();
             let deadline = extra.then(|| crate::sys::now_ns() + IDLE_RETIRE_NS);
             if !me.park(deadline) && retire(&me) {
+                super::confined::unregister_helper();
                 return;
             }
             continue;
@@ -248,7 +249,7 @@ fn grow() -> bool {
 }
 
 fn start_helper() -> bool {
-    crate::sys::spawn_native_thread(Box::new(|| {
+    super::confined::spawn_helper(Box::new(|| {
         crate::sys::block_all_signals();
         helper_main();
     }))
