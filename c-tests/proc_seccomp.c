@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -134,21 +135,40 @@ static int read_line(int s, char *b, int cap)
     return n;
 }
 
+/* Forks a child that runs `how` (0, 1: `child`; 2: `doomed_child`) on its
+ * end of a socket pair; returns the parent's end. */
+static int start_child(int how, pid_t *pid)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        exit(1);
+    fflush(stdout);
+    *pid = fork();
+    if (*pid == 0) {
+        close(sv[0]);
+        if (how == 2)
+            doomed_child(sv[1]);
+        child(sv[1], how);
+    }
+    close(sv[1]);
+    return sv[0];
+}
+
+/* How the child ended, and the EOF after its last line. */
+static void ended(pid_t pid, int eof)
+{
+    int st = 0;
+    waitpid(pid, &st, 0);
+    printf("then %s; child %s %d\n", eof == -1 ? "EOF" : eof == -2 ? "nothing for 10 s" : "more data",
+           WIFEXITED(st) ? "exited" : "killed by", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
 int main(void)
 {
     for (int how = 0; how < 2; how++) {
         const char *name = how == 0 ? "prctl(PR_SET_SECCOMP)" : "syscall(SYS_seccomp)";
-        int sv[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
-            return 1;
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid == 0) {
-            close(sv[0]);
-            child(sv[1], how);
-        }
-        close(sv[1]);
-        int s = sv[0], good = 0, bad = 0, end;
+        pid_t pid;
+        int s = start_child(how, &pid), good = 0, bad = 0, end;
         char line[64], want[64];
         if (read_line(s, line, sizeof line) > 0 && strcmp(line, "hello before\n") == 0)
             good++;
@@ -170,31 +190,17 @@ int main(void)
         int bye = end > 0 && strcmp(line, "bye\n") == 0;
         int eof = read_line(s, line, sizeof line);
         close(s);
-        int st = 0;
-        waitpid(pid, &st, 0);
-        printf("%s: %d lines right, %d wrong, bye %s, then %s; child %s %d\n", name, good, bad,
-               bye ? "received" : "missing", eof == -1 ? "EOF" : eof == -2 ? "nothing for 10 s" : "more data",
-               WIFEXITED(st) ? "exited" : "killed by", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        printf("%s: %d lines right, %d wrong, bye %s, ", name, good, bad, bye ? "received" : "missing");
+        ended(pid, eof);
     }
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
-        return 1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(sv[0]);
-        doomed_child(sv[1]);
-    }
-    close(sv[1]);
+    pid_t pid;
+    int s = start_child(2, &pid);
     char line[64];
-    int n = read_line(sv[0], line, sizeof line);
-    int eof = read_line(sv[0], line + 32, 32);
+    int n = read_line(s, line, sizeof line);
+    int eof = read_line(s, line + 32, 32);
     if (eof == -2)
         kill(pid, SIGKILL); /* the test fails; do not wait for ever */
-    int st = 0;
-    waitpid(pid, &st, 0);
-    printf("forbidden call: %s%s; then %s; child %s %d\n", n > 0 ? "line " : "no line", n > 0 ? line : "\n",
-           eof == -1 ? "EOF" : eof == -2 ? "nothing for 10 s" : "more data", WIFEXITED(st) ? "exited" : "killed by",
-           WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    printf("forbidden call: %s", n > 0 ? line : "no line\n");
+    ended(pid, eof);
     return 0;
 }
