@@ -104,10 +104,11 @@ pub unsafe extern "C" fn sigaction(
 /// program's handler and flags recorded before the call: never corun's
 /// trampoline nor its overflow handler.
 fn program_view(sig: c_int, k: SigAction, prev: usize, prev_flags: c_int) -> SigAction {
-    if crate::ctx::overflow::is_ours(&k) {
-        return crate::ctx::overflow::program_action(sig).unwrap_or(k);
-    }
     let mut k = k;
+    if crate::ctx::overflow::is_ours(&k) {
+        // (Which may be the trampoline: a handler set before corun started.)
+        k = crate::ctx::overflow::program_action(sig).unwrap_or(k);
+    }
     if k.sa_sigaction == trampoline as *const () as usize {
         k.sa_sigaction = prev;
         k.sa_flags = (k.sa_flags & !libc::SA_SIGINFO) | (prev_flags & libc::SA_SIGINFO);
