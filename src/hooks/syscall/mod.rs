@@ -31,6 +31,8 @@
 //! - a native thread's waits (and every other futex command: PI locks,
 //!   FUTEX_WAIT_REQUEUE_PI...) go to the kernel as they are.
 //!
+//! SYS_gettid, SYS_tgkill, SYS_tkill and SYS_rt_tgsigqueueinfo go to
+//! `hooks/pthread/tid.rs`: a coroutine thread's tid is its own there.
 //! Every other system call number goes straight to glibc's `syscall`, in
 //! the assembly below, without a frame of ours.
 //!
@@ -124,11 +126,20 @@ pub unsafe extern "C" fn syscall(
         "mov r11, qword ptr [rip + {hi}@GOTPCREL]",
         "cmp rax, qword ptr [r11]",
         "jb 3f",
-        // The program's call: futex numbers go to the hook, the rest to glibc.
+        // The program's call: futex numbers and those about a thread's
+        // tid go to the hook, the rest to glibc.
         "2:",
         "cmp rdi, {futex}",
         "je 4f",
         "cmp rdi, {waitv}",
+        "je 4f",
+        "cmp rdi, {gettid}",
+        "je 4f",
+        "cmp rdi, {tkill}",
+        "je 4f",
+        "cmp rdi, {tgkill}",
+        "je 4f",
+        "cmp rdi, {tgsigqueueinfo}",
         "je 4f",
         "cmp rdi, {fork}",
         "je 4f",
@@ -165,6 +176,10 @@ pub unsafe extern "C" fn syscall(
         hook = sym syscall_hook,
         futex = const libc::SYS_futex,
         waitv = const SYS_FUTEX_WAITV,
+        gettid = const libc::SYS_gettid,
+        tkill = const libc::SYS_tkill,
+        tgkill = const libc::SYS_tgkill,
+        tgsigqueueinfo = const libc::SYS_rt_tgsigqueueinfo,
         fork = const libc::SYS_fork,
         seccomp = const libc::SYS_seccomp,
         clone = const libc::SYS_clone,
@@ -300,10 +315,33 @@ unsafe extern "C" fn syscall_hook(
         }
     } else if n == SYS_FUTEX_WAITV && in_coroutine() {
         return waitv(a1, a2 as c_uint, a3 as c_uint, a4, a5 as libc::clockid_t);
+    } else if let Some(r) = thread_id_call(n, [a1, a2, a3, a4]) {
+        return r;
     } else if process::NUMBERS.contains(&n) {
         return process::call(n, [a1, a2, a3, a4, a5, a6]);
     }
     real6(n, [a1, a2, a3, a4, a5, a6])
+}
+
+/// A coroutine thread's own tid (hooks/pthread/tid.rs): SYS_gettid, and
+/// the signals sent to such a tid. None: the kernel's call.
+fn thread_id_call(n: c_long, a: [c_long; 4]) -> Option<c_long> {
+    use crate::hooks::pthread::{current_tid, is_virtual_tid, signal_tid};
+    let r = match n {
+        libc::SYS_gettid => current_tid(),
+        libc::SYS_tgkill => signal_tid(a[0] as c_int, a[1] as c_int, a[2] as c_int, None)?,
+        libc::SYS_tkill => signal_tid(-1, a[0] as c_int, a[1] as c_int, None)?,
+        libc::SYS_rt_tgsigqueueinfo if a[3] != 0 && is_virtual_tid(a[1] as c_int) => {
+            let mut info = [0u64; crate::sched::siginfo::WORDS];
+            // SAFETY: the caller's siginfo buffer, the kernel's 128 bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(a[3] as *const u64, info.as_mut_ptr(), info.len())
+            };
+            signal_tid(a[0] as c_int, a[1] as c_int, a[2] as c_int, Some(&info))?
+        }
+        _ => return None,
+    };
+    Some(r as c_long)
 }
 
 fn fail(e: c_int) -> c_long {
