@@ -5,8 +5,10 @@
 # compared) and `sha256sum` of 200 KB sent on stdin (the server's reading
 # side), and `exit 3` (the exit status comes back). sshd re-executes
 # itself per connection and its pre-authentication child confines itself
-# with seccomp (sandbox): under corun that child once made a sendmsg the
-# filter forbids, was killed, and the login hung.
+# with seccomp (its sandbox): under corun that child must make only its own
+# system calls. (Its processes each run one thread, which corun lets make
+# its calls as natively; proc_seccomp tests confinement where corun would
+# otherwise park.)
 source "$(dirname "$0")/../lib.sh"
 [ "$(id -u)" = 0 ] || { ok "skipped: sshd needs root for its privilege separation"; exit 0; }
 [ -x /usr/sbin/sshd ] || fail "no /usr/sbin/sshd (scripts/deps.sh installs openssh-server)"

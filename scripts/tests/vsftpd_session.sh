@@ -6,8 +6,10 @@
 # anonymously, lists the directory and downloads a 300 KB file and a small
 # one (passive mode); three sessions run at once; every byte is compared.
 # vsftpd's default isolate=YES makes each session's processes with
-# syscall(SYS_clone, CLONE_NEWPID|CLONE_NEWIPC|CLONE_NEWNET...): under
-# corun those children once shared the parent's epoll.
+# syscall(SYS_clone, CLONE_NEWPID|CLONE_NEWIPC|CLONE_NEWNET...), which
+# corun must treat as forks (each process has one thread here, which corun
+# lets make its calls as natively; proc_clone tests clones whose children
+# park).
 source "$(dirname "$0")/../lib.sh"
 [ "$(id -u)" = 0 ] || { ok "skipped: vsftpd needs root"; exit 0; }
 [ -x /usr/sbin/vsftpd ] || fail "no /usr/sbin/vsftpd (scripts/deps.sh installs vsftpd)"
