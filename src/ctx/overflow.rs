@@ -17,11 +17,28 @@
 //! and aborts. Any other fault is handed back: the previous disposition is
 //! restored and the faulting instruction re-executes, so a program's own
 //! SIGSEGV handling (or the default core dump) behaves as without corun.
+//!
+//! The handler is corun's, not the program's: `sigaction` asks
+//! `program_action` what to report (SIG_DFL at start, or what the program
+//! set), and a program that sets SIG_DFL or SIG_IGN only changes what the
+//! handler falls back to (`set_program_action`), so the message stays. A
+//! handler of the program's replaces this one in the kernel (Rust's std
+//! installs its own overflow report when it finds SIG_DFL, as natively).
+//! The alternate stack the kernel uses is the worker's own; the
+//! program's threads' alternate stacks are theirs to ask about
+//! (`hooks::sigaction::altstack`) and never replace it.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::sys::{fmt_u64, raw_stderr};
+
+/// glibc's `sigaltstack`: the exported name is the hook (per thread).
+pub(crate) mod real {
+    crate::sys::real::real_fns! {
+        fn sigaltstack(ss: *const libc::stack_t, old: *mut libc::stack_t) -> libc::c_int;
+    }
+}
 
 /// Frames larger than the guard page skip over it; a fault this far below
 /// the guard still counts as an overflow of the coroutine above.
@@ -72,26 +89,95 @@ static mut OLD_BUS: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUnin
 /// Gives the calling thread an alternate signal stack (leaked: threads that
 /// get one are workers, which live as long as the process).
 pub fn install_altstack() {
+    map_altstack(ALTSTACK_SIZE);
+}
+
+/// Whether the kernel's action `a` is this module's handler.
+pub fn is_ours(a: &libc::sigaction) -> bool {
+    INSTALLED.load(Ordering::Acquire) && a.sa_sigaction == handler as *const () as usize
+}
+
+fn slot(sig: i32) -> Option<*mut libc::sigaction> {
+    match sig {
+        libc::SIGSEGV => Some(std::ptr::addr_of_mut!(OLD_SEGV).cast()),
+        libc::SIGBUS => Some(std::ptr::addr_of_mut!(OLD_BUS).cast()),
+        _ => None,
+    }
+}
+
+/// What the program set for `sig` (SIGSEGV or SIGBUS) while the kernel
+/// holds this module's handler: what `sigaction` reports as the old action.
+pub fn program_action(sig: i32) -> Option<libc::sigaction> {
+    // SAFETY: the slot holds a valid sigaction (zeroed is SIG_DFL) that only
+    // `set_program_action` and `install_handler` write.
+    slot(sig).map(|p| unsafe { *p })
+}
+
+/// The program set SIG_DFL or SIG_IGN for `sig` (SIGSEGV or SIGBUS): the
+/// handler stays in the kernel, and falls back to `a` for a fault that is
+/// not an overflow. Returns false if `sig` is not one of them or the
+/// handler is not installed. (A fault racing with this change may see
+/// the old fallback: natively too the change and the fault race.)
+pub fn set_program_action(sig: i32, a: &libc::sigaction) -> bool {
+    if !INSTALLED.load(Ordering::Acquire) {
+        return false;
+    }
+    let Some(p) = slot(sig) else { return false };
+    // SAFETY: see `program_action`; a sigaction is plain data.
+    unsafe { *p = *a };
+    // SAFETY: a zeroed sigaction is valid; the handler is an extern "C" fn
+    // with the SA_SIGINFO signature.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut sa.sa_mask);
+        crate::sys::real::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+    true
+}
+
+/// Makes this worker's alternate signal stack at least `min` bytes (a
+/// thread asked for one that large: its handlers run on the worker's).
+/// Only when the thread does not run on it; the old one is left mapped (it
+/// may not be corun's). Returns false if it could not grow.
+pub fn ensure_altstack(min: usize) -> bool {
+    // SAFETY: a zeroed stack_t is a valid out-buffer; a query.
+    let mut cur: libc::stack_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { real::sigaltstack(std::ptr::null(), &mut cur) };
+    if cur.ss_flags & libc::SS_DISABLE == 0 && cur.ss_size >= min {
+        return true;
+    }
+    if cur.ss_flags & libc::SS_ONSTACK != 0 {
+        return false;
+    }
+    map_altstack(min.max(ALTSTACK_SIZE))
+}
+
+/// Gives the calling thread an alternate signal stack of `size` bytes
+/// (leaked: see `install_altstack`).
+fn map_altstack(size: usize) -> bool {
     // SAFETY: a fresh anonymous mapping, handed to sigaltstack below and
     // never freed, so it outlives every signal delivered to this thread.
     unsafe {
         let p = libc::mmap(
             std::ptr::null_mut(),
-            ALTSTACK_SIZE,
+            size,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
         );
         if p == libc::MAP_FAILED {
-            return;
+            return false;
         }
         let ss = libc::stack_t {
             ss_sp: p,
             ss_flags: 0,
-            ss_size: ALTSTACK_SIZE,
+            ss_size: size,
         };
-        libc::sigaltstack(&ss, std::ptr::null_mut());
+        real::sigaltstack(&ss, std::ptr::null_mut()) == 0
     }
 }
 

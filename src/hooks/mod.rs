@@ -17,8 +17,8 @@
 //! | `own_fds.rs`  | opendir, fdopendir, readdir, readdir64, closedir, fstat(64), __fxstat(64) (corun's own fds out of sight) |
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
-//! | `process.rs`  | fork, vfork, waitpid, wait, posix_spawn(p) |
-//! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk |
+//! | `process.rs`  | fork, vfork, waitpid, wait, posix_spawn(p); `process/`: clone, prctl (PR_SET_SECCOMP) |
+//! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk; `sigaction/`: sigaltstack |
 //! | `sigdeliver.rs`| (no symbol) the trampoline around every handler, and delivery in the coroutine that takes a signal |
 //! | `sigmask.rs`  | pthread_sigmask, sigprocmask, sigpending, sigblock, sigsetmask, siggetmask, sighold, sigrelse |
 //! | `signal.rs`   | sigwait, sigwaitinfo, sigtimedwait, sigsuspend, pause, sched_yield |
@@ -26,7 +26,7 @@
 //! | `start.rs`    | __libc_start_main |
 //! | `cancel.rs`   | pthread_cancel, pthread_setcancelstate, pthread_setcanceltype, pthread_testcancel, __pthread_register_cancel(_defer), __pthread_unregister_cancel(_restore), __pthread_unwind_next |
 //! | `io_uring.rs` | __io_uring_get_cqe, io_uring_wait_cqes, io_uring_submit_and_wait(_timeout), io_uring_queue_init_params, io_uring_queue_exit (liburing) |
-//! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo: `pthread/tid.rs`) |
+//! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_fork, SYS_clone(3), SYS_seccomp: `process.rs`) |
 //! | `pthread/`    | pthread_* taking a pthread_t (create, join, keys, names, kill...); `tid.rs`: gettid, tgkill, sched_[gs]etaffinity, sched_[gs]etscheduler, sched_[gs]etparam, [gs]etpriority |
 //!
 //! Every hook begins with the same test: is the caller a coroutine? If not

@@ -17,6 +17,9 @@
 
 use libc::pid_t;
 
+pub(crate) mod clone;
+pub(crate) mod seccomp;
+
 use crate::sched::{self, fork::after_fork_child, in_coroutine};
 use crate::sys::real;
 
@@ -44,18 +47,50 @@ pub unsafe extern "C" fn fork() -> pid_t {
         // SAFETY: plain fork, no arguments.
         return unsafe { real::fork() };
     }
-    resolve_for_children();
-    let task = sched::current_id();
-    let is_main = task == crate::hooks::start::main_task_id();
     // SAFETY: plain fork, no arguments.
-    let pid = unsafe { real::fork() };
-    if pid == 0 {
+    as_fork(|| unsafe { real::fork() } as libc::c_long) as pid_t
+}
+
+/// The forking coroutine, as the child's runtime must know it: its task
+/// id and whether it is `main`.
+#[derive(Clone, Copy)]
+pub(crate) struct Forker {
+    task: u64,
+    is_main: bool,
+}
+
+impl Forker {
+    /// The running coroutine, about to make a new process; looks up the
+    /// real functions a child is likely to call first.
+    pub(crate) fn here() -> Forker {
+        resolve_for_children();
+        let task = sched::current_id();
+        Forker {
+            task,
+            is_main: task == crate::hooks::start::main_task_id(),
+        }
+    }
+
+    /// In the new process, before any of the program's code: the runtime
+    /// keeps this coroutine alone (docs/ARCHITECTURE.md §5.5).
+    pub(crate) fn child(self) {
         let saved = crate::sys::errno();
-        after_fork_child(task, is_main);
+        after_fork_child(self.task, self.is_main);
         super::pthread::after_fork_child();
         crate::sys::set_errno(saved);
     }
-    pid
+}
+
+/// Makes a new process with `call` (a fork, or a clone that copies the
+/// address space and continues on the same stack), from a coroutine: the
+/// child (where `call` returns 0) gets its runtime rebuilt.
+pub(crate) fn as_fork(call: impl FnOnce() -> libc::c_long) -> libc::c_long {
+    let f = Forker::here();
+    let r = call();
+    if r == 0 {
+        f.child();
+    }
+    r
 }
 
 #[no_mangle]

@@ -10,8 +10,11 @@
 //! kernel unchanged, plus SA_SIGINFO (the trampoline needs the sender's
 //! siginfo; the program's handler is still called the way its own flags
 //! say). `sigaction`'s old action reports the program's handler and
-//! flags, never the trampoline. `signal` and friends go through the real
-//! call (glibc's flags for them) and are then re-pointed at the trampoline.
+//! flags, never the trampoline, nor corun's own SIGSEGV/SIGBUS handler
+//! (`ctx::overflow`: SIG_DFL at start; SIG_DFL and SIG_IGN set for them
+//! keep it in the kernel, as its fallback). `signal` and friends go
+//! through the real call (glibc's flags for them) and are then re-pointed
+//! at the trampoline.
 //!
 //! A handler that leaves by `longjmp`/`siglongjmp` never returns to the
 //! trampoline: the jump functions clear the marks on the way out, and put
@@ -20,6 +23,8 @@
 //! the only cost is that the rest of that handler may park).
 
 use std::ffi::{c_int, c_void};
+
+pub mod altstack;
 use std::sync::atomic::Ordering;
 
 use libc::{sigaction as SigAction, sighandler_t};
@@ -53,6 +58,12 @@ pub unsafe extern "C" fn sigaction(
         // SAFETY: the caller's sigaction contract (the kernel says EINVAL).
         return unsafe { next::sigaction(sig, act, old) };
     }
+    if sig == libc::SIGSEGV || sig == libc::SIGBUS {
+        // SAFETY: the caller's contract.
+        if let Some(r) = unsafe { fault_signal(sig, act, old) } {
+            return r;
+        }
+    }
     let prev = HANDLER[i].load(Ordering::Acquire);
     let prev_flags = FLAGS[i].load(Ordering::Acquire);
     let r = if act.is_null() {
@@ -84,15 +95,69 @@ pub unsafe extern "C" fn sigaction(
     };
     if r == 0 && !old.is_null() {
         // SAFETY: the kernel just filled it.
-        unsafe {
-            if (*old).sa_sigaction == trampoline as *const () as usize {
-                (*old).sa_sigaction = prev;
-                (*old).sa_flags =
-                    ((*old).sa_flags & !libc::SA_SIGINFO) | (prev_flags & libc::SA_SIGINFO);
-            }
-        }
+        unsafe { *old = program_view(sig, *old, prev, prev_flags) };
     }
     r
+}
+
+/// What the program set, given the kernel's action `k` for `sig` and the
+/// program's handler and flags recorded before the call: never corun's
+/// trampoline nor its overflow handler.
+fn program_view(sig: c_int, k: SigAction, prev: usize, prev_flags: c_int) -> SigAction {
+    let mut k = k;
+    if crate::ctx::overflow::is_ours(&k) {
+        // (Which may be the trampoline: a handler set before corun started.)
+        k = crate::ctx::overflow::program_action(sig).unwrap_or(k);
+    }
+    if k.sa_sigaction == trampoline as *const () as usize {
+        k.sa_sigaction = prev;
+        k.sa_flags = (k.sa_flags & !libc::SA_SIGINFO) | (prev_flags & libc::SA_SIGINFO);
+    }
+    k
+}
+
+/// SIGSEGV and SIGBUS, where corun's overflow handler may hold the
+/// kernel's action (`ctx::overflow`): a query reports the program's own
+/// action, and SIG_DFL or SIG_IGN become what that handler falls back to,
+/// so corun's overflow message stays. None: the general path (a handler
+/// of the program's, or no overflow handler).
+///
+/// # Safety
+/// The caller's sigaction contract.
+unsafe fn fault_signal(sig: c_int, act: *const SigAction, old: *mut SigAction) -> Option<c_int> {
+    let i = sig as usize;
+    // SAFETY: readable per the contract.
+    let a = unsafe { act.as_ref() };
+    if a.is_some_and(|a| is_function(a.sa_sigaction)) {
+        return None;
+    }
+    // SAFETY: a zeroed sigaction is a valid out-buffer; a query.
+    let mut cur: SigAction = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { next::sigaction(sig, std::ptr::null(), &mut cur) } != 0 {
+        return None;
+    }
+    let view = program_view(
+        sig,
+        cur,
+        HANDLER[i].load(Ordering::Acquire),
+        FLAGS[i].load(Ordering::Acquire),
+    );
+    match a {
+        None if !crate::ctx::overflow::is_ours(&cur) => return None,
+        None => {}
+        Some(a) => {
+            if !crate::ctx::overflow::set_program_action(sig, a) {
+                return None;
+            }
+            HANDLER[i].store(0, Ordering::Release);
+        }
+    }
+    if !old.is_null() {
+        // SAFETY: writable per the contract.
+        unsafe { *old = view };
+    }
+    Some(0)
 }
 
 /// The kernel's 64 bits of a sigset_t.
@@ -109,11 +174,10 @@ fn wrap_installed(sig: c_int, h: sighandler_t, old: sighandler_t) -> sighandler_
         return old;
     }
     let prev = HANDLER[i].load(Ordering::Acquire);
-    let old = if old == trampoline as *const () as usize {
-        prev
-    } else {
-        old
-    };
+    // SAFETY: a zeroed sigaction is a valid value.
+    let mut k: SigAction = unsafe { std::mem::zeroed() };
+    k.sa_sigaction = old;
+    let old = program_view(sig, k, prev, 0).sa_sigaction;
     if !is_function(h) {
         HANDLER[i].store(0, Ordering::Release);
     } else {
@@ -141,6 +205,15 @@ fn signal_like(
     h: sighandler_t,
     real_fn: unsafe fn(c_int, sighandler_t) -> sighandler_t,
 ) -> sighandler_t {
+    if (sig == libc::SIGSEGV || sig == libc::SIGBUS) && !is_function(h) {
+        // SAFETY: zeroed sigactions are valid; ours, readable and writable.
+        let (mut a, mut o): (SigAction, SigAction) = unsafe { std::mem::zeroed() };
+        a.sa_sigaction = h;
+        // SAFETY: as above.
+        if unsafe { fault_signal(sig, &a, &mut o) } == Some(0) {
+            return o.sa_sigaction;
+        }
+    }
     let saved = crate::sys::errno();
     // SAFETY: plain values.
     let old = unsafe { real_fn(sig, h) };
@@ -189,6 +262,7 @@ unsafe fn before_jump(env: *mut c_void, restores_mask: bool) {
     };
     let s = &t.ident.sig;
     s.armed.store(0, Ordering::Relaxed);
+    s.alt_on.store(0, Ordering::Relaxed);
     let leaving = s.depth.swap(0, Ordering::Relaxed) > 0;
     // SAFETY: per the contract, `env` is a glibc jmp_buf.
     let saved = restores_mask

@@ -106,9 +106,21 @@ fn run_as(t: &Task, sig: c_int, h: usize, flags: c_int, info: *mut siginfo_t, uc
     if flags & libc::SA_RESTART == 0 {
         s.handled_eintr.fetch_add(1, Ordering::Relaxed);
     }
+    // SA_ONSTACK with an alternate stack set: the thread is on it for the
+    // handler's duration (`sigaction::altstack`), as the kernel would put
+    // it there.
+    let onstack = flags & libc::SA_ONSTACK != 0
+        && s.alt_size.load(Ordering::Relaxed) != 0
+        && s.alt_on.load(Ordering::Relaxed) == 0;
+    if onstack {
+        s.alt_on.store(1, Ordering::Relaxed);
+    }
     signal_handler_enter();
     call(h, flags, sig, info, uc);
     signal_handler_leave();
+    if onstack {
+        s.alt_on.store(0, Ordering::Relaxed);
+    }
     s.depth.fetch_sub(1, Ordering::Relaxed);
     signals::restore_mask(t, saved);
 }
@@ -286,6 +298,21 @@ fn in_place(t: &Task, sig: c_int, info: *mut siginfo_t, uc: *mut c_void, on_stac
     }
 }
 
+/// Runs the program's handler for `sig` right here, as the kernel would
+/// have without corun.
+fn natively(sig: c_int, info: *mut siginfo_t, uc: *mut c_void, inf: &Info) {
+    let i = sig as usize;
+    if is_kick(inf) {
+        return;
+    }
+    let h = HANDLER[i].load(Ordering::Acquire);
+    if is_function(h) && h != 0 {
+        signal_handler_enter();
+        call(h, FLAGS[i].load(Ordering::Acquire), sig, info, uc);
+        signal_handler_leave();
+    }
+}
+
 /// What the kernel calls for every signal the program handles.
 pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c_void) {
     let i = sig as usize;
@@ -297,17 +324,10 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
     // SAFETY: the kernel's siginfo for this delivery (or NULL).
     let inf = unsafe { siginfo::from_ptr(info, sig) };
     match sched::current() {
-        None if sched::worker::current_worker().is_none() => {
-            // Not a coroutine's thread: the handler runs here, natively.
-            if !is_kick(&inf) {
-                let h = HANDLER[i].load(Ordering::Acquire);
-                if is_function(h) && h != 0 {
-                    signal_handler_enter();
-                    call(h, FLAGS[i].load(Ordering::Acquire), sig, info, uc);
-                    signal_handler_leave();
-                }
-            }
-        }
+        // Not a coroutine's thread, or a process confined by seccomp
+        // (signals are the kernel's there): the handler runs here, natively.
+        _ if sched::confined::is() => natively(sig, info, uc, &inf),
+        None if sched::worker::current_worker().is_none() => natively(sig, info, uc, &inf),
         None => {
             // The scheduler or runtime code of a worker was interrupted:
             // nobody to run it here.

@@ -16,16 +16,22 @@
 //! `sigprocmask` returns. In a handler, what the change unblocked runs
 //! when the handler returns.
 //!
-//! Outside coroutines (a native thread, runtime code) every call is the
-//! real one.
+//! Outside coroutines (a native thread, runtime code, a process confined
+//! by seccomp) every call is the real one.
 
 use std::ffi::c_int;
 
 use libc::sigset_t;
 
 use crate::sched::park::in_signal_handler;
-use crate::sched::{current, sigmask, signals, Task};
+use crate::sched::{sigmask, signals, Task};
 use crate::sys::set_errno;
+
+/// The coroutine whose mask these calls read and write; None: the
+/// kernel's (a native thread, runtime code, a process confined by seccomp).
+fn current() -> Option<&'static Task> {
+    crate::sched::current().filter(|_| !crate::sched::confined::is())
+}
 
 mod real {
     use libc::{c_int, sigset_t};

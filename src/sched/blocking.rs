@@ -167,6 +167,12 @@ pub fn inline_answers() -> u64 {
 fn helper_main() {
     let me = ThreadParker::new();
     loop {
+        if super::confined::is() {
+            // The process confined itself (`confined.rs`): no helper may
+            // outlive its program's threads.
+            POOL.threads.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
         let job = {
             let mut st = lock(&POOL.state);
             match st.queue.pop_front() {
@@ -183,6 +189,7 @@ fn helper_main() {
             let extra = POOL.threads.load(Ordering::Acquire) > max_threads();
             let deadline = extra.then(|| crate::sys::now_ns() + IDLE_RETIRE_NS);
             if !me.park(deadline) && retire(&me) {
+                super::confined::unregister_helper();
                 return;
             }
             continue;
@@ -199,6 +206,19 @@ fn helper_main() {
                 w.wake();
             }
         }
+    }
+}
+
+/// The process confined itself: every idle helper wakes and leaves (a busy
+/// one leaves after its job), so that no thread of corun's keeps the
+/// process, and its fds, alive once the program's threads are gone.
+pub fn retire_all() {
+    let idle: Vec<_> = match POOL.state.lock() {
+        Ok(mut st) => st.idle.drain(..).collect(),
+        Err(_) => return,
+    };
+    for p in idle {
+        p.unpark();
     }
 }
 
@@ -229,7 +249,7 @@ fn grow() -> bool {
 }
 
 fn start_helper() -> bool {
-    crate::sys::spawn_native_thread(Box::new(|| {
+    super::confined::spawn_helper(Box::new(|| {
         crate::sys::block_all_signals();
         helper_main();
     }))

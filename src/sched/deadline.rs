@@ -31,7 +31,7 @@ pub fn add(at: u64, id: u64, tok: Weak<Inner>) {
         m.keys().next() == Some(&(at, id))
     };
     if !STARTED.swap(true, Ordering::AcqRel) {
-        if let Err(e) = crate::sys::spawn_native_thread(Box::new(run)) {
+        if let Err(e) = super::confined::spawn_helper(Box::new(run)) {
             STARTED.store(false, Ordering::Release);
             crate::sys::raw_stderr(
                 format!("corun: no thread for cancel deadlines ({e}); they will not fire\n")
@@ -54,9 +54,19 @@ pub fn after_fork_child() {
     STARTED.store(false, Ordering::Release);
 }
 
+/// Wakes the thread (it then looks whether the process is confined:
+/// `confined.rs`).
+pub fn wake() {
+    CHANGED.notify_all();
+}
+
 fn run() {
     let mut m = lock(&MAP);
     loop {
+        if super::confined::is() {
+            // No thread of corun's outlives a confined program's own.
+            return;
+        }
         let now = crate::sys::now_ns();
         match m.iter().next().map(|(k, _)| *k) {
             Some(k) if k.0 <= now => {

@@ -107,6 +107,14 @@ pub struct SignalState {
     pub outer_mask: AtomicU64,
     /// Place in the registry of live tasks, plus one (0: not registered).
     pub slot: AtomicUsize,
+    /// The thread's alternate signal stack as `sigaltstack` set it (size
+    /// 0: none), and its SS_AUTODISARM bit (`hooks::sigaction::altstack`).
+    pub alt_sp: AtomicUsize,
+    pub alt_size: AtomicUsize,
+    pub alt_flags: AtomicU32,
+    /// Handlers with SA_ONSTACK running in this thread while it had an
+    /// alternate stack: it is "on" that stack (SS_ONSTACK, EPERM).
+    pub alt_on: AtomicU32,
 }
 
 /// `struct _Unwind_Exception` (unwind.h), 16-byte aligned on x86_64.

@@ -17,6 +17,7 @@
 pub mod blocking;
 pub mod chan;
 pub mod chan_queue;
+pub mod confined;
 pub mod cosync;
 pub mod deadline;
 pub mod dump;

@@ -56,11 +56,12 @@ pub enum FdWait {
     NotPollable(i32),
 }
 
-/// Whether the caller runs in a coroutine (false in runtime code, and in a
-/// signal handler, even one that interrupted a coroutine).
+/// Whether the caller runs in a coroutine (false in runtime code, in a
+/// signal handler, even one that interrupted a coroutine, and in a process
+/// confined by seccomp: `confined.rs`).
 #[inline]
 pub fn in_coroutine() -> bool {
-    !current_task_ptr().is_null() && SIGNAL_DEPTH.get() == 0
+    !current_task_ptr().is_null() && SIGNAL_DEPTH.get() == 0 && !super::confined::is()
 }
 
 std::thread_local! {

@@ -52,13 +52,31 @@ pub fn ensure_started(rt: &'static Runtime) {
     if STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
-    let started = crate::sys::spawn_native_thread(Box::new(move || {
+    let started = super::confined::spawn_helper(Box::new(move || {
         crate::sys::block_all_signals();
         run(rt);
     }));
     if started.is_err() {
         STARTED.store(false, Ordering::Release);
     }
+}
+
+/// The word the watchdog sleeps on between samples.
+static WAKE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Cuts the watchdog's sleep short (it then looks whether the process is
+/// confined: `confined.rs`).
+pub fn wake() {
+    WAKE.store(1, Ordering::SeqCst);
+    // SAFETY: FUTEX_WAKE on a word of ours.
+    unsafe {
+        crate::sys::real::syscall!(
+            libc::SYS_futex,
+            WAKE.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX
+        )
+    };
 }
 
 /// In a forked child the watchdog thread does not exist: let the next spawn
@@ -80,9 +98,24 @@ fn run(rt: &'static Runtime) {
     let mut active: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
     let mut reported: Vec<(u64, u64)> = vec![(0, 0); rt.workers.len()];
     loop {
+        if super::confined::is() {
+            // No thread of corun's outlives a confined program's own
+            // (`confined.rs`); no coroutine stalls there any more.
+            return;
+        }
         let ts = crate::sys::ns_timespec(period);
-        // SAFETY: real nanosleep on a valid timespec (a native thread).
-        unsafe { crate::sys::real::nanosleep(&ts, std::ptr::null_mut()) };
+        // A sleep `wake` can cut short: FUTEX_WAIT on a word that is 0
+        // until then (set before the wake, so a wake cannot be missed).
+        // SAFETY: a private futex word of ours and a valid relative timeout.
+        unsafe {
+            crate::sys::real::syscall!(
+                libc::SYS_futex,
+                WAKE.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                0,
+                &ts as *const libc::timespec
+            )
+        };
         let now = now_ns();
         super::startname::learn_pending();
         for (i, w) in rt.workers.iter().enumerate() {

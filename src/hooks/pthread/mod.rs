@@ -129,6 +129,7 @@ const NAME_LEN: usize = 16;
 #[inline]
 pub(crate) fn coroutine_threads() -> bool {
     sched::runtime().is_some_and(|r| r.config.threads == ThreadMode::Coroutine)
+        && !sched::confined::is()
 }
 
 #[inline]

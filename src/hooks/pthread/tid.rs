@@ -49,6 +49,11 @@ pub(crate) fn is_virtual_tid(tid: libc::pid_t) -> bool {
 /// The calling thread's tid: its own in a coroutine thread (also inside a
 /// signal handler that interrupted one), the kernel's elsewhere.
 pub(crate) fn current_tid() -> libc::pid_t {
+    if crate::sched::confined::is() {
+        // A confined process makes only the program's own calls
+        // (docs/ARCHITECTURE.md §5.8): the kernel's tid.
+        return crate::sys::gettid();
+    }
     match current() {
         Some(t) if t.id != MAIN_ID => vtid(t.id),
         _ => crate::sys::gettid(),
@@ -59,6 +64,9 @@ pub(crate) fn current_tid() -> libc::pid_t {
 /// Some(Err(ESRCH)) for a virtual tid that names none, None for a kernel
 /// tid (the kernel's call).
 fn named(tgid: libc::pid_t, tid: libc::pid_t) -> Option<Result<TaskRef, c_int>> {
+    if crate::sched::confined::is() {
+        return None; // the kernel's call, as every call there
+    }
     let id = task_id(tid)?;
     // SAFETY: getpid has no preconditions.
     if tgid != -1 && tgid != unsafe { libc::getpid() } {

@@ -53,6 +53,10 @@
 //! a call that takes fewer (glibc's own `syscall` reads the same stack slot
 //! the same way).
 //!
+//! SYS_fork, SYS_clone, SYS_clone3 and SYS_seccomp go to `process.rs`:
+//! a new process must get its own runtime, a filter must find corun
+//! standing aside.
+//!
 //! `futex_waitv` (SYS_futex_waitv) from a coroutine parks likewise, on all
 //! its words at once (`waitv.rs`). Not done: the futex2 calls `futex_wake`/`futex_wait`/
 //! `futex_requeue` (454-456; they pass through: a wake there does not reach
@@ -63,6 +67,7 @@
 use std::ffi::{c_int, c_long, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
+mod process;
 mod waitv;
 
 use waitv::{waitv, SYS_FUTEX_WAITV};
@@ -91,7 +96,10 @@ static SELF_HI: AtomicUsize = AtomicUsize::new(0);
 static INIT: AtomicBool = AtomicBool::new(false);
 
 /// The exported `syscall`: a call from libcorun.so itself, or with any
-/// number but SYS_futex and SYS_futex_waitv, jumps to glibc's `syscall`
+/// number but SYS_futex, SYS_futex_waitv and those of `process.rs`
+/// (fork, seccomp, and clone and clone3 without CLONE_VM: clone3's flags
+/// are read from its argument block, so a bad pointer there faults here
+/// instead of failing with EFAULT), jumps to glibc's `syscall`
 /// (once resolved), so it is glibc's call exactly (no frame of ours: even
 /// `syscall(SYS_vfork)` behaves as it does without corun); the program's
 /// futex calls go to `syscall_hook`. Only rax and r11 are touched (neither
@@ -133,6 +141,26 @@ pub unsafe extern "C" fn syscall(
         "je 4f",
         "cmp rdi, {tgsigqueueinfo}",
         "je 4f",
+        "cmp rdi, {fork}",
+        "je 4f",
+        "cmp rdi, {seccomp}",
+        "je 4f",
+        // A clone with CLONE_VM makes a thread (or a vfork-like child on
+        // this very stack, which must find no frame of ours): glibc's.
+        "cmp rdi, {clone}",
+        "jne 5f",
+        "test rsi, {vm}",
+        "jnz 3f",
+        "jmp 4f",
+        "5:",
+        "cmp rdi, {clone3}",
+        "jne 3f",
+        "test rsi, rsi",
+        "jz 3f",
+        "mov rax, qword ptr [rsi]",
+        "test rax, {vm}",
+        "jnz 3f",
+        "jmp 4f",
         "3:",
         "mov r11, qword ptr [rip + {real}@GOTPCREL]",
         "mov r11, qword ptr [r11]",
@@ -152,6 +180,11 @@ pub unsafe extern "C" fn syscall(
         tkill = const libc::SYS_tkill,
         tgkill = const libc::SYS_tgkill,
         tgsigqueueinfo = const libc::SYS_rt_tgsigqueueinfo,
+        fork = const libc::SYS_fork,
+        seccomp = const libc::SYS_seccomp,
+        clone = const libc::SYS_clone,
+        clone3 = const libc::SYS_clone3,
+        vm = const libc::CLONE_VM,
     )
 }
 
@@ -284,6 +317,8 @@ unsafe extern "C" fn syscall_hook(
         return waitv(a1, a2 as c_uint, a3 as c_uint, a4, a5 as libc::clockid_t);
     } else if let Some(r) = thread_id_call(n, [a1, a2, a3, a4]) {
         return r;
+    } else if process::NUMBERS.contains(&n) {
+        return process::call(n, [a1, a2, a3, a4, a5, a6]);
     }
     real6(n, [a1, a2, a3, a4, a5, a6])
 }
