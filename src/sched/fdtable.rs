@@ -65,6 +65,11 @@ pub struct Waiters {
     pub writers: Vec<Waiter>,
     /// `gen + 1` of the epoll registration in force, 0 if none.
     pub registered: u32,
+    /// Calls of this generation between their attempt and the end of their
+    /// park (`fdkeep`): a dup2 over the fd keeps the file for them.
+    pub parked: u32,
+    /// Files kept for calls parked on an earlier generation (`fdkeep`).
+    pub kept: Vec<super::fdkeep::Kept>,
 }
 
 impl Waiters {
@@ -128,11 +133,14 @@ impl FdEntry {
     }
 
     /// The fd was closed or replaced: forget everything, wake every waiter
-    /// (they will see `gen` changed and fail with EBADF).
+    /// (they will see `gen` changed and fail with EBADF, or go on with the
+    /// file `fdkeep` kept for them). A kept file nobody claims is closed
+    /// after the lock is let go.
     pub fn reset(&self) {
-        let taken = {
+        let (taken, _unclaimed) = {
             let mut w = lock(&self.waiters);
-            self.gen.fetch_add(1, Ordering::AcqRel);
+            let old = self.gen.fetch_add(1, Ordering::AcqRel);
+            let unclaimed = super::fdkeep::hand_over(&mut w, old);
             self.kind.store(KIND_UNKNOWN, Ordering::Relaxed);
             self.nonblock.store(0, Ordering::Relaxed);
             self.rcv_timeo.store(0, Ordering::Relaxed);
@@ -141,7 +149,7 @@ impl FdEntry {
             w.registered = 0;
             let mut all = std::mem::take(&mut w.readers);
             all.append(&mut w.writers);
-            all
+            (all, unclaimed)
         };
         for w in taken {
             w.wake();

@@ -14,6 +14,7 @@ pub mod chan;
 pub mod chan_queue;
 pub mod cosync;
 pub mod deadline;
+pub mod fdkeep;
 pub mod fdtable;
 pub mod fork;
 pub mod identity;

@@ -31,6 +31,12 @@
 //! - a native thread's waits (and every other futex command: PI locks,
 //!   FUTEX_WAIT_REQUEUE_PI...) go to the kernel as they are.
 //!
+//! Raw `close`, `dup2`, `dup3` and `close_range` go to the hooks of those
+//! names (`hooks::fdctl`): an fd closed or replaced that way must not leave
+//! a stale registration or lose a parked call's file. `io_getevents` and
+//! `io_pgetevents` with `min_nr > 0` from a coroutine (libaio's waits for
+//! completions, no fd to park on) run on the blocking pool.
+//!
 //! Every other system call number goes straight to glibc's `syscall`, in
 //! the assembly below, without a frame of ours.
 //!
@@ -79,6 +85,9 @@ const FUTEX_WAKE_BITSET: c_int = libc::FUTEX_WAKE_BITSET;
 const PRIVATE: c_int = libc::FUTEX_PRIVATE_FLAG;
 const REALTIME: c_int = libc::FUTEX_CLOCK_REALTIME;
 
+/// `io_pgetevents` on x86_64 (not in the libc crate).
+const SYS_IO_PGETEVENTS: c_long = 333;
+
 /// How often a coroutine waiting on a shared futex looks at its word.
 const SHARED_PAUSE_NS: u64 = 10_000_000;
 
@@ -122,6 +131,18 @@ pub unsafe extern "C" fn syscall(
         "je 4f",
         "cmp rdi, {waitv}",
         "je 4f",
+        "cmp rdi, {close}",
+        "je 4f",
+        "cmp rdi, {dup2}",
+        "je 4f",
+        "cmp rdi, {dup3}",
+        "je 4f",
+        "cmp rdi, {close_range}",
+        "je 4f",
+        "cmp rdi, {getevents}",
+        "je 4f",
+        "cmp rdi, {pgetevents}",
+        "je 4f",
         "3:",
         "mov r11, qword ptr [rip + {real}@GOTPCREL]",
         "mov r11, qword ptr [r11]",
@@ -137,6 +158,12 @@ pub unsafe extern "C" fn syscall(
         hook = sym syscall_hook,
         futex = const libc::SYS_futex,
         waitv = const SYS_FUTEX_WAITV,
+        close = const libc::SYS_close,
+        dup2 = const libc::SYS_dup2,
+        dup3 = const libc::SYS_dup3,
+        close_range = const libc::SYS_close_range,
+        getevents = const libc::SYS_io_getevents,
+        pgetevents = const SYS_IO_PGETEVENTS,
     )
 }
 
@@ -267,8 +294,36 @@ unsafe extern "C" fn syscall_hook(
         }
     } else if n == SYS_FUTEX_WAITV && in_coroutine() {
         return waitv(a1, a2 as c_uint, a3 as c_uint, a4, a5 as libc::clockid_t);
+    } else if let Some(r) = fd_call(n, [a1, a2, a3]) {
+        return r;
+    } else if (n == libc::SYS_io_getevents || n == SYS_IO_PGETEVENTS) && a2 > 0 && in_coroutine() {
+        // A wait for AIO completions (libaio's io_getevents with min_nr >
+        // 0): no fd to park on, so a helper makes it while the coroutine
+        // parks. With min_nr 0 it never waits: made here.
+        let a = [a1, a2, a3, a4, a5, a6];
+        return crate::sched::blocking::run_blocking(move || real6(n, a));
     }
     real6(n, [a1, a2, a3, a4, a5, a6])
+}
+
+/// Raw `close`, `dup2`, `dup3` and `close_range`: what their libc names do
+/// (`hooks::fdctl`), so an fd replaced or closed this way is known to
+/// corun too (its waiters wake, a parked call keeps its file).
+fn fd_call(n: c_long, a: [c_long; 3]) -> Option<c_long> {
+    use crate::hooks::fdctl;
+    // SAFETY: the hooks take plain integers, as the system calls do.
+    let r = unsafe {
+        match n {
+            libc::SYS_close => fdctl::close(a[0] as c_int),
+            libc::SYS_dup2 => fdctl::dup2(a[0] as c_int, a[1] as c_int),
+            libc::SYS_dup3 => fdctl::dup3(a[0] as c_int, a[1] as c_int, a[2] as c_int),
+            libc::SYS_close_range => {
+                fdctl::close_range(a[0] as c_uint, a[1] as c_uint, a[2] as c_int)
+            }
+            _ => return None,
+        }
+    };
+    Some(r as c_long)
 }
 
 fn fail(e: c_int) -> c_long {
