@@ -14,7 +14,10 @@
  * left (a write fails with EPIPE: nothing kept the old file open behind
  * the program). The same again through the raw system calls
  * (syscall(SYS_dup2), syscall(SYS_dup3)). A last round does the same with a writer blocked on a
- * full pipe whose write end is replaced. SIGPIPE stays at its default
+ * full pipe whose write end is replaced. And a number replaced by an
+ * inline system call (no hook sees it) between two blocking reads: the
+ * second read must wait on the new file, not on what corun registered for
+ * the old one. SIGPIPE stays at its default
  * until the EPIPE checks: a lost reader kills the process.
  *
  * Prints one line per check; the script compares the transcript natively
@@ -216,6 +219,51 @@ static void write_round(void)
     close(q[1]);
 }
 
+/* dup2 as an inline system call: no libc function, nothing corun sees. */
+static long inline_dup2(int oldfd, int newfd)
+{
+    long r;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "0"((long)SYS_dup2), "D"((long)oldfd), "S"((long)newfd)
+                     : "rcx", "r11", "memory");
+    return r;
+}
+
+/* A reader that gets `want` from fd within 10 s, while main writes it to
+ * `wfd` once the reader is in its call. */
+static void read_once(int fd, int wfd, const char *want)
+{
+    atomic_int started = 0, finished = 0;
+    struct reader r = {.fd = fd, .started = &started, .finished = &finished};
+    pthread_t t;
+    pthread_create(&t, NULL, reader, &r);
+    wait_started(&started, 1);
+    check("wrote", write(wfd, want, strlen(want)) == (ssize_t)strlen(want));
+    for (int i = 0; i < 10000 && atomic_load(&finished) == 0; i++)
+        msleep(1);
+    check("the reader woke", atomic_load(&finished) == 1);
+    pthread_join(t, NULL);
+    check("and got the bytes", r.n == (ssize_t)strlen(want) && memcmp(r.buf, want, (size_t)r.n) == 0);
+}
+
+/* The number replaced where no hook sees it, between two blocking reads:
+ * the second one waits on the new file (and must wake when it has data). */
+static void behind_the_back_round(void)
+{
+    int p[2], q[2];
+    if (pipe(p) || pipe(q))
+        exit(2);
+    printf("-- an inline dup2 system call between two parked reads\n");
+    read_once(p[0], p[1], "first");
+    check("replaced the number (inline system call)", inline_dup2(q[0], p[0]) == p[0]);
+    read_once(p[0], q[1], "second");
+    close(p[0]);
+    close(p[1]);
+    close(q[0]);
+    close(q[1]);
+}
+
 int main(void)
 {
     read_round("dup2", -1, 1);
@@ -226,6 +274,7 @@ int main(void)
     read_round("syscall(SYS_dup2)", -1, 1);
     read_round("syscall(SYS_dup3)", O_CLOEXEC, 2);
     write_round();
+    behind_the_back_round();
     printf("done\n");
     return 0;
 }

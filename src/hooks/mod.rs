@@ -351,6 +351,12 @@ pub(crate) fn nonblocking_loop_at(
             set_errno(libc::ECANCELED);
             return Io::Done(-1);
         }
+        if !e.same_file(fd, seen.gen) {
+            // Replaced behind corun's back: forget the old file (its
+            // waiters fail with EBADF) and try the new one.
+            e.reset();
+            continue;
+        }
         if !fdkeep::enter(e, seen.gen) {
             // Closed or replaced since the attempt: try what the number
             // is now (a closed fd fails with EBADF by itself).

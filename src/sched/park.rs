@@ -319,6 +319,7 @@ pub(crate) fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w:
             return Enlist::NotPollable(err);
         }
         g.registered = gen.wrapping_add(1);
+        e.note_file(fd, gen);
     }
     let list = g.list(dir);
     list.retain(|x| x.is_live());
