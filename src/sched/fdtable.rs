@@ -508,6 +508,32 @@ mod tests {
     }
 
     #[test]
+    fn a_file_replaced_behind_our_back_is_noticed() {
+        let (mut a, mut b) = ([0; 2], [0; 2]);
+        // SAFETY: valid two-int arrays.
+        unsafe {
+            assert_eq!(libc::pipe(a.as_mut_ptr()), 0);
+            assert_eq!(libc::pipe(b.as_mut_ptr()), 0);
+        }
+        let e = get(a[0]).unwrap();
+        let gen = e.gen.load(Ordering::Acquire);
+        assert!(e.same_file(a[0], gen), "nothing registered: nothing to compare");
+        e.note_file(a[0], gen);
+        assert!(e.same_file(a[0], gen));
+        // The real dup2: no hook, the generation stays.
+        // SAFETY: plain integers.
+        assert_eq!(unsafe { crate::sys::real::dup2(b[0], a[0]) }, a[0]);
+        std::thread::sleep(std::time::Duration::from_nanos(2 * FILE_CHECK_NS));
+        assert!(!e.same_file(a[0], gen), "another pipe now");
+        // Checked at most once per FILE_CHECK_NS: the next call trusts it.
+        assert!(e.same_file(a[0], gen));
+        for fd in [a[0], a[1], b[0], b[1]] {
+            // SAFETY: our own fds.
+            unsafe { libc::close(fd) };
+        }
+    }
+
+    #[test]
     fn events_for_old_gen_are_ignored() {
         let e = get(70_002).unwrap();
         let s = e.snapshot(Dir::Read);
