@@ -517,7 +517,10 @@ mod tests {
         }
         let e = get(a[0]).unwrap();
         let gen = e.gen.load(Ordering::Acquire);
-        assert!(e.same_file(a[0], gen), "nothing registered: nothing to compare");
+        assert!(
+            e.same_file(a[0], gen),
+            "nothing registered: nothing to compare"
+        );
         e.note_file(a[0], gen);
         assert!(e.same_file(a[0], gen));
         // The real dup2: no hook, the generation stays.
