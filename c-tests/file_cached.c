@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,8 +39,14 @@ struct out {
     FILE *f;
 };
 
+/* What the transcript names the path of the next calls, when not the path
+ * itself (a bad pointer, a name that differs per thread). */
+static __thread const char *shown;
+
 static void line(FILE *f, const char *what, const char *path, long r, int e, const char *extra)
 {
+    if (shown)
+        path = shown;
     if (r < 0)
         fprintf(f, "%s(%.60s) = %ld %s\n", what, path, r, strerrorname_np(e));
     else
@@ -153,7 +160,54 @@ static void *run(void *arg)
         try_stats(f, dfd, longp);
         free(longp);
     }
+    /* Bad path pointers: EFAULT, as natively, never a fault in corun
+     * (a page nobody may read, and NULL), also right after a good path. */
+    {
+        char *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (none == MAP_FAILED) {
+            perror("mmap");
+            exit(2);
+        }
+        snprintf(p, sizeof p, "%s/file", dir);
+        try_stats(f, AT_FDCWD, p);
+        shown = "(unreadable page)";
+        try_open(f, AT_FDCWD, none, O_RDONLY, "open_unreadable_page");
+        try_stats(f, AT_FDCWD, none);
+        shown = "(null)";
+        try_open(f, AT_FDCWD, NULL, O_RDONLY, "open_null");
+        try_stats(f, dfd, NULL);
+        shown = NULL;
+        munmap(none, 4096);
+    }
     if (all) {
+        /* A path whose file changes kind between calls: each answer is
+         * the path's at the time of the call (the memo of paths found
+         * cached a moment ago must not answer for the kernel). */
+        {
+            char name[48];
+            struct stat st;
+            snprintf(name, sizeof name, "changing-%p", (void *)o);
+            int cfd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+            if (cfd >= 0)
+                close(cfd);
+            shown = "changing";
+            try_stats(f, dfd, name);
+            try_open(f, dfd, name, O_RDONLY, "openat_changing_file");
+            unlinkat(dfd, name, 0);
+            try_stats(f, dfd, name);
+            try_open(f, dfd, name, O_RDONLY, "openat_changing_gone");
+            mkdirat(dfd, name, 0755);
+            try_stats(f, dfd, name);
+            try_open(f, dfd, name, O_RDONLY, "openat_changing_dir");
+            unlinkat(dfd, name, AT_REMOVEDIR);
+            mkfifoat(dfd, name, 0644);
+            errno = 0;
+            long r = fstatat(dfd, name, &st, 0);
+            line(f, "fstatat_changing_fifo", "changing", r, errno, r == 0 && S_ISFIFO(st.st_mode) ? " fifo" : "");
+            try_open(f, dfd, name, O_RDONLY | O_NONBLOCK, "openat_changing_fifo");
+            unlinkat(dfd, name, 0);
+            shown = NULL;
+        }
         /* These go to the pool: a FIFO's open, creation, unknown flags,
          * a name longer than NAME_MAX (the filesystem's lookup refuses
          * it). */

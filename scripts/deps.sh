@@ -20,6 +20,7 @@ command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools) # scripts/test
 [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 [ -e /usr/include/liburing.h ] || need+=(liburing-dev) # c-tests/hooks_io_uring.c
+command -v go >/dev/null 2>&1 || need+=(golang-go)   # scripts/tests/go_cgo.sh: a Go program built with cgo
 if [ "${1:-}" = servers ]; then
     have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "$2" ]; }
     have apache2 /usr/sbin/apache2 || need+=(apache2)

@@ -21,3 +21,8 @@ pub mod sys;
 pub mod capi;
 #[cfg(not(test))]
 pub mod hooks;
+// The hooks are not built into the unit-test binary (they would interpose
+// its own libc calls); a hook's pure algorithm is, on its own.
+#[cfg(test)]
+#[path = "hooks/path_memo.rs"]
+mod hooks_path_memo;

@@ -45,6 +45,7 @@
 
 use std::ffi::{c_char, c_int, c_uint};
 
+use super::path_memo;
 use crate::sched::blocking::note_inline;
 use crate::sys::{errno, real, set_errno};
 
@@ -82,6 +83,9 @@ fn openat2_cached(
     } as c_int;
     let r = if fd < 0 { Err(errno()) } else { Ok(fd) };
     set_errno(saved);
+    if r != Err(libc::EFAULT) {
+        path_memo::path_was_read(path);
+    }
     r
 }
 
@@ -176,8 +180,20 @@ pub(crate) fn open(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint
     if flags & (libc::O_CREAT | libc::O_TRUNC) != 0 || is_tmpfile(flags) {
         return None; // RESOLVE_CACHED refuses these
     }
-    // No open routine that could block runs for O_PATH or a directory.
-    let safe = flags & (libc::O_PATH | libc::O_DIRECTORY) != 0;
+    let key = path_memo::key(dirfd, path);
+    if let Some(e) = key
+        .filter(|k| k.parent_regular_recently())
+        .and_then(|_| parent_answer(dirfd, path))
+    {
+        note_inline();
+        set_errno(e);
+        return Some(-1);
+    }
+    // No open routine that could block runs for O_PATH or a directory, nor
+    // for the regular file this thread found at this path a moment ago
+    // (path_memo.rs says why that is safe enough).
+    let known_regular = key.is_some_and(|k| k.regular_recently());
+    let safe = flags & (libc::O_PATH | libc::O_DIRECTORY) != 0 || known_regular;
     let try_flags = if safe {
         flags
     } else {
@@ -208,6 +224,11 @@ pub(crate) fn open(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint
             close_ours(fd);
             return None;
         }
+        if st.st_mode & libc::S_IFMT == libc::S_IFREG && flags & libc::O_NOFOLLOW == 0 {
+            if let Some(k) = key.or_else(|| path_memo::key(dirfd, path)) {
+                k.note_regular();
+            }
+        }
         if flags & libc::O_NONBLOCK == 0 {
             // The status flags the program asked for (open ignores
             // O_ASYNC, F_SETFL would not).
@@ -226,18 +247,47 @@ pub(crate) fn open(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint
     Some(fd)
 }
 
+/// What the caches say about a stat by path.
+pub(crate) enum StatAnswer {
+    /// The answer, errno set as the call left it.
+    Done(c_int),
+    /// The path was found cached a moment ago: make the program's call
+    /// inline (path_memo.rs).
+    Direct,
+    /// Not cached: the pool makes the program's call.
+    Pool,
+}
+
 /// A stat by path answered from the caches: `stat_fd(fd)` makes the stat
-/// call on an O_PATH fd of the path's inode (with AT_EMPTY_PATH). Some(r)
-/// with errno set as the call left it, or None when the pool must make the
-/// program's call. `empty_path`: the program passed AT_EMPTY_PATH, so an
-/// empty path means dirfd itself (then `stat_fd(dirfd)`, an fstat).
+/// call on an O_PATH fd of the path's inode (with AT_EMPTY_PATH).
+/// `empty_path`: the program passed AT_EMPTY_PATH, so an empty path means
+/// dirfd itself (then `stat_fd(dirfd)`, an fstat).
 pub(crate) fn stat_with(
     dirfd: c_int,
     path: *const c_char,
     nofollow: bool,
     empty_path: bool,
     stat_fd: impl FnOnce(c_int) -> c_int,
-) -> Option<c_int> {
+) -> StatAnswer {
+    if empty_path && path.is_null() {
+        // Linux 6.11 and later take NULL for "" with AT_EMPTY_PATH; older
+        // kernels answer EFAULT: the program's own call gives the kernel's
+        // answer (for "", corun's stat_fd(dirfd) below).
+        return StatAnswer::Direct;
+    }
+    if let Some(k) = path_memo::key(dirfd, path) {
+        if k.parent_regular_recently() {
+            if let Some(e) = parent_answer(dirfd, path) {
+                note_inline();
+                set_errno(e);
+                return StatAnswer::Done(-1);
+            }
+        }
+        if k.cached_recently() {
+            note_inline();
+            return StatAnswer::Direct;
+        }
+    }
     let mut flags = libc::O_PATH | libc::O_CLOEXEC;
     if nofollow {
         flags |= libc::O_NOFOLLOW;
@@ -249,25 +299,43 @@ pub(crate) fn stat_with(
         // SAFETY: see above.
         Err(libc::ENOENT) if empty_path && unsafe { *path } == 0 => {
             note_inline();
-            return Some(stat_fd(dirfd));
+            return StatAnswer::Done(stat_fd(dirfd));
         }
         Err(e) if final_lookup_error(e) => {
             note_inline();
             set_errno(e);
-            return Some(-1);
+            return StatAnswer::Done(-1);
         }
         Err(libc::EAGAIN) => {
-            let e = parent_answer(dirfd, path)?;
+            let Some(e) = parent_answer(dirfd, path) else {
+                return StatAnswer::Pool;
+            };
             note_inline();
             set_errno(e);
-            return Some(-1);
+            return StatAnswer::Done(-1);
         }
-        Err(_) => return None,
+        Err(_) => return StatAnswer::Pool,
     };
     let r = stat_fd(fd);
     let e = errno();
     close_ours(fd);
     set_errno(e);
     note_inline();
-    Some(r)
+    StatAnswer::Done(r)
+}
+
+/// A stat by path succeeded from the caches (inline) and found `mode`:
+/// the memo remembers the path (a lookup that followed symlinks found
+/// every dentry of the walk cached).
+pub(crate) fn note_stat(dirfd: c_int, path: *const c_char, nofollow: bool, mode: u32) {
+    if nofollow {
+        return;
+    }
+    if let Some(k) = path_memo::key(dirfd, path) {
+        if mode & libc::S_IFMT == libc::S_IFREG {
+            k.note_regular();
+        } else {
+            k.note_cached();
+        }
+    }
 }

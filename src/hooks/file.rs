@@ -24,6 +24,7 @@
 
 use std::ffi::{c_char, c_int, c_uint};
 
+use super::cached::StatAnswer;
 use crate::sched::blocking::{run_blocking, SendPtr};
 use crate::sched::fdtable;
 use crate::sys::{errno, set_errno};
@@ -191,8 +192,10 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
 }
 
 /// A stat by path: from the caches inline (`cached::stat_with`, with
-/// `on_fd` making the call on an fd of the path's inode), else on the pool
-/// (`by_path`, the program's call).
+/// `on_fd` making the call on an fd of the path's inode), or the program's
+/// call (`by_path`) inline when the path was found cached a moment ago,
+/// else on the pool. `mode` reads the file type from the program's buffer
+/// after a successful call, for the memo (path_memo.rs).
 fn stat_call(
     dirfd: c_int,
     path: *const c_char,
@@ -200,13 +203,24 @@ fn stat_call(
     empty_path: bool,
     on_fd: impl FnOnce(c_int) -> c_int,
     by_path: impl FnOnce() -> c_int + Send,
+    mode: impl FnOnce() -> Option<u32>,
 ) -> c_int {
-    if crate::sched::parking() {
-        if let Some(r) = super::cached::stat_with(dirfd, path, nofollow, empty_path, on_fd) {
-            return r;
+    if !crate::sched::parking() {
+        return run_blocking(by_path);
+    }
+    let r = match super::cached::stat_with(dirfd, path, nofollow, empty_path, on_fd) {
+        StatAnswer::Done(r) => r,
+        StatAnswer::Direct => by_path(),
+        StatAnswer::Pool => return run_blocking(by_path),
+    };
+    if r == 0 {
+        if let Some(m) = mode() {
+            let e = errno();
+            super::cached::note_stat(dirfd, path, nofollow, m);
+            set_errno(e);
         }
     }
-    run_blocking(by_path)
+    r
 }
 
 /// An fd's own inode: the empty path with AT_EMPTY_PATH.
@@ -226,6 +240,8 @@ macro_rules! stat_hook {
                 |fd| unsafe { real::$fstatat(fd, EMPTY, buf, libc::AT_EMPTY_PATH) },
                 // SAFETY: the caller's contract; both pointers outlive the parked call.
                 move || unsafe { real::$name(p.get(), b.get()) },
+                // SAFETY: the call succeeded: the kernel filled `buf`.
+                || Some(unsafe { (*buf).st_mode }),
             )
         }
     };
@@ -264,6 +280,8 @@ macro_rules! fstatat_hook {
                 // SAFETY: as stat.
                 |fd| unsafe { real::$name(fd, EMPTY, buf, libc::AT_EMPTY_PATH) },
                 by_path,
+                // SAFETY: the call succeeded: the kernel filled `buf`.
+                || Some(unsafe { (*buf).st_mode }),
             )
         }
     };
@@ -297,5 +315,7 @@ pub unsafe extern "C" fn statx(
         // SAFETY: as stat.
         |fd| unsafe { real::statx(fd, EMPTY, libc::AT_EMPTY_PATH | sync, mask, buf) },
         by_path,
+        // SAFETY: the call succeeded: the kernel filled `buf`.
+        || unsafe { ((*buf).stx_mask & libc::STATX_TYPE != 0).then(|| (*buf).stx_mode as u32) },
     )
 }

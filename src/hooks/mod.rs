@@ -66,6 +66,7 @@ pub mod fdctl;
 pub mod file;
 pub mod io_uring;
 pub mod open;
+pub mod path_memo;
 pub mod poll;
 pub mod process;
 pub mod pthread;

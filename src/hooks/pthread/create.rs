@@ -153,7 +153,7 @@ pub unsafe extern "C" fn pthread_create(
     let Some(start) = start else {
         return libc::EINVAL;
     };
-    if !coroutine_threads() {
+    if !coroutine_threads() || super::foreign::schedules_itself(start as usize) {
         // SAFETY: the caller's contract.
         return unsafe { create_native(thread, attr, start, arg) };
     }

@@ -4,7 +4,8 @@
 //!
 //! Files: `create.rs` (create, exit, self), `join.rs` (join, detach),
 //! `keys.rs` (thread-specific data), `info.rs` (names, attributes,
-//! scheduling, kill); this file holds the thread table they share.
+//! scheduling, kill), `tid.rs` (a thread's own tid, and the calls that
+//! take one); this file holds the thread table they share.
 //!
 //! # Mechanism
 //!
@@ -94,6 +95,14 @@ mod real {
         fn pthread_key_delete(k: pthread_key_t) -> c_int;
         fn pthread_getspecific(k: pthread_key_t) -> *mut c_void;
         fn pthread_setspecific(k: pthread_key_t, v: *const c_void) -> c_int;
+        fn sched_setaffinity(pid: libc::pid_t, size: size_t, set: *const libc::cpu_set_t) -> c_int;
+        fn sched_getaffinity(pid: libc::pid_t, size: size_t, set: *mut libc::cpu_set_t) -> c_int;
+        fn sched_getscheduler(pid: libc::pid_t) -> c_int;
+        fn sched_setscheduler(pid: libc::pid_t, policy: c_int, p: *const libc::sched_param) -> c_int;
+        fn sched_getparam(pid: libc::pid_t, p: *mut libc::sched_param) -> c_int;
+        fn sched_setparam(pid: libc::pid_t, p: *const libc::sched_param) -> c_int;
+        fn getpriority(which: libc::__priority_which_t, who: libc::id_t) -> c_int;
+        fn setpriority(which: libc::__priority_which_t, who: libc::id_t, prio: c_int) -> c_int;
     }
 }
 
@@ -274,9 +283,12 @@ fn process_name() -> [u8; NAME_LEN] {
 }
 
 mod create;
+mod foreign;
 mod info;
 mod join;
 mod keys;
+mod tid;
+pub(crate) use tid::{current_tid, is_virtual_tid, signal_tid};
 
 pub(crate) use create::*;
 pub(crate) use info::*;

@@ -31,6 +31,9 @@
 //! - a native thread's waits (and every other futex command: PI locks,
 //!   FUTEX_WAIT_REQUEUE_PI...) go to the kernel as they are.
 //!
+//! SYS_gettid, SYS_tgkill, SYS_tkill and SYS_rt_tgsigqueueinfo go to
+//! `hooks/pthread/tid.rs`: a coroutine thread's tid is its own there.
+//!
 //! Raw `close`, `dup2`, `dup3` and `close_range` go to the hooks of those
 //! names (`hooks::fdctl`): an fd closed or replaced that way must not leave
 //! a stale registration or lose a parked call's file. `io_getevents` and
@@ -97,11 +100,12 @@ static SELF_LO: AtomicUsize = AtomicUsize::new(0);
 static SELF_HI: AtomicUsize = AtomicUsize::new(0);
 static INIT: AtomicBool = AtomicBool::new(false);
 
-/// The exported `syscall`: a call from libcorun.so itself, or with any
-/// number but SYS_futex and SYS_futex_waitv, jumps to glibc's `syscall`
-/// (once resolved), so it is glibc's call exactly (no frame of ours: even
+/// The exported `syscall`: a call from libcorun.so itself, or with a
+/// number the hook has no part in, jumps to glibc's `syscall` (once
+/// resolved), so it is glibc's call exactly (no frame of ours: even
 /// `syscall(SYS_vfork)` behaves as it does without corun); the program's
-/// futex calls go to `syscall_hook`. Only rax and r11 are touched (neither
+/// futex, fd (close, dup2, dup3, close_range), AIO-wait and thread-id
+/// calls go to `syscall_hook`. Only rax and r11 are touched (neither
 /// carries an argument); the stack is left as the caller made it, so both
 /// targets see the original call.
 #[cfg(target_arch = "x86_64")]
@@ -125,7 +129,9 @@ pub unsafe extern "C" fn syscall(
         "mov r11, qword ptr [rip + {hi}@GOTPCREL]",
         "cmp rax, qword ptr [r11]",
         "jb 3f",
-        // The program's call: futex numbers go to the hook, the rest to glibc.
+        // The program's call: futex numbers, the fd calls corun keeps
+        // track of, the AIO waits and those about a thread's tid go to
+        // the hook, the rest to glibc.
         "2:",
         "cmp rdi, {futex}",
         "je 4f",
@@ -142,6 +148,14 @@ pub unsafe extern "C" fn syscall(
         "cmp rdi, {getevents}",
         "je 4f",
         "cmp rdi, {pgetevents}",
+        "je 4f",
+        "cmp rdi, {gettid}",
+        "je 4f",
+        "cmp rdi, {tkill}",
+        "je 4f",
+        "cmp rdi, {tgkill}",
+        "je 4f",
+        "cmp rdi, {tgsigqueueinfo}",
         "je 4f",
         "3:",
         "mov r11, qword ptr [rip + {real}@GOTPCREL]",
@@ -164,6 +178,10 @@ pub unsafe extern "C" fn syscall(
         close_range = const libc::SYS_close_range,
         getevents = const libc::SYS_io_getevents,
         pgetevents = const SYS_IO_PGETEVENTS,
+        gettid = const libc::SYS_gettid,
+        tkill = const libc::SYS_tkill,
+        tgkill = const libc::SYS_tgkill,
+        tgsigqueueinfo = const libc::SYS_rt_tgsigqueueinfo,
     )
 }
 
@@ -294,6 +312,8 @@ unsafe extern "C" fn syscall_hook(
         }
     } else if n == SYS_FUTEX_WAITV && in_coroutine() {
         return waitv(a1, a2 as c_uint, a3 as c_uint, a4, a5 as libc::clockid_t);
+    } else if let Some(r) = thread_id_call(n, [a1, a2, a3, a4]) {
+        return r;
     } else if let Some(r) = fd_call(n, [a1, a2, a3]) {
         return r;
     } else if (n == libc::SYS_io_getevents || n == SYS_IO_PGETEVENTS) && a2 > 0 && in_coroutine() {
@@ -322,6 +342,27 @@ fn fd_call(n: c_long, a: [c_long; 3]) -> Option<c_long> {
             }
             _ => return None,
         }
+    };
+    Some(r as c_long)
+}
+
+/// A coroutine thread's own tid (hooks/pthread/tid.rs): SYS_gettid, and
+/// the signals sent to such a tid. None: the kernel's call.
+fn thread_id_call(n: c_long, a: [c_long; 4]) -> Option<c_long> {
+    use crate::hooks::pthread::{current_tid, is_virtual_tid, signal_tid};
+    let r = match n {
+        libc::SYS_gettid => current_tid(),
+        libc::SYS_tgkill => signal_tid(a[0] as c_int, a[1] as c_int, a[2] as c_int, None)?,
+        libc::SYS_tkill => signal_tid(-1, a[0] as c_int, a[1] as c_int, None)?,
+        libc::SYS_rt_tgsigqueueinfo if a[3] != 0 && is_virtual_tid(a[1] as c_int) => {
+            let mut info = [0u64; crate::sched::siginfo::WORDS];
+            // SAFETY: the caller's siginfo buffer, the kernel's 128 bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(a[3] as *const u64, info.as_mut_ptr(), info.len())
+            };
+            signal_tid(a[0] as c_int, a[1] as c_int, a[2] as c_int, Some(&info))?
+        }
+        _ => return None,
     };
     Some(r as c_long)
 }

@@ -1,0 +1,3 @@
+module cgo_threads
+
+go 1.19

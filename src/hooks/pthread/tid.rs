@@ -1,0 +1,234 @@
+//! Thread ids: what `gettid` returns in a coroutine thread, and the calls
+//! that take a tid.
+//!
+//! Natively every thread has its own kernel tid, and `main`'s equals the
+//! pid. A coroutine runs on a worker's kernel thread, which many others
+//! share: handing out that tid made every thread of a worker the same
+//! thread to the program (CPython's `test_threading` counts distinct
+//! `threading.get_native_id()` values: 2 of 11 under corun), and made any
+//! thread on worker 0 pass the common "am I main" test, `gettid() ==
+//! getpid()`.
+//!
+//! So a coroutine thread's tid is its own: `VTID_BASE + id` (the task id,
+//! never reused). `VTID_BASE` is above PID_MAX_LIMIT (2^22), so such a tid
+//! never names a kernel thread, of this process or another. `main` keeps
+//! the pid: it is pinned to worker 0, the process's first thread.
+//!
+//! The calls that take a tid know these: `tgkill`, `tkill` and
+//! `rt_tgsigqueueinfo` (also through `syscall()`) signal the coroutine, as
+//! `pthread_kill` does; `sched_setaffinity`, `sched_setscheduler`,
+//! `sched_setparam` and `setpriority(PRIO_PROCESS)` are accepted with no
+//! effect, as `pthread_setaffinity_np` is for a coroutine (it cannot be
+//! pinned), and their getters give what the coroutine's worker has.
+//! The glibc descriptor keeps the worker's kernel tid (`ctx::tls`): the
+//! kernel checks it for PI and robust futexes. Not mapped: the kernel's
+//! `/proc/self/task/<tid>/` directories, which exist for worker threads
+//! only.
+
+use super::*;
+
+/// The first virtual tid: above any pid the kernel gives (PID_MAX_LIMIT is
+/// 4,194,304 on 64-bit), below `i32::MAX` for ~2 billion threads.
+const VTID_BASE: i64 = 1 << 26;
+
+/// A coroutine thread's tid.
+fn vtid(id: u64) -> libc::pid_t {
+    (VTID_BASE + id as i64).min(i32::MAX as i64) as libc::pid_t
+}
+
+/// The coroutine thread a tid names, if it is a virtual one.
+fn task_id(tid: libc::pid_t) -> Option<u64> {
+    (tid as i64 >= VTID_BASE).then(|| (tid as i64 - VTID_BASE) as u64)
+}
+
+/// A tid corun gave a coroutine thread (whether or not it still lives).
+pub(crate) fn is_virtual_tid(tid: libc::pid_t) -> bool {
+    task_id(tid).is_some()
+}
+
+/// The calling thread's tid: its own in a coroutine thread (also inside a
+/// signal handler that interrupted one), the kernel's elsewhere.
+pub(crate) fn current_tid() -> libc::pid_t {
+    match current() {
+        Some(t) if t.id != MAIN_ID => vtid(t.id),
+        _ => crate::sys::gettid(),
+    }
+}
+
+/// A live coroutine thread named by a tid of this process: Some(Ok(task)),
+/// Some(Err(ESRCH)) for a virtual tid that names none, None for a kernel
+/// tid (the kernel's call).
+fn named(tgid: libc::pid_t, tid: libc::pid_t) -> Option<Result<TaskRef, c_int>> {
+    let id = task_id(tid)?;
+    // SAFETY: getpid has no preconditions.
+    if tgid != -1 && tgid != unsafe { libc::getpid() } {
+        return Some(Err(libc::ESRCH));
+    }
+    Some(alive(id).ok_or(libc::ESRCH))
+}
+
+fn fail(e: c_int) -> c_int {
+    crate::sys::set_errno(e);
+    -1
+}
+
+/// `tgkill`, `tkill` (tgid -1) and `rt_tgsigqueueinfo` (with `info`) on a
+/// tid: Some(result) when it names a coroutine thread.
+pub(crate) fn signal_tid(
+    tgid: libc::pid_t,
+    tid: libc::pid_t,
+    sig: c_int,
+    info: Option<&sched::siginfo::Info>,
+) -> Option<c_int> {
+    let task = match named(tgid, tid)? {
+        Ok(t) => t,
+        Err(e) => return Some(fail(e)),
+    };
+    if !(0..=64).contains(&sig) {
+        return Some(fail(libc::EINVAL));
+    }
+    if sig == 0 {
+        return Some(0);
+    }
+    let own = own_siginfo(sig, libc::SI_TKILL, 0);
+    Some(match send_to_coroutine(&task, sig, info.unwrap_or(&own)) {
+        0 => 0,
+        e => fail(e),
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn gettid() -> libc::pid_t {
+    current_tid()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn tgkill(tgid: libc::pid_t, tid: libc::pid_t, sig: c_int) -> c_int {
+    if let Some(r) = signal_tid(tgid, tid, sig, None) {
+        return r;
+    }
+    // SAFETY: plain integers.
+    unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) as c_int }
+}
+
+/// A tid a scheduling call names: a coroutine thread's gets `own`, an
+/// unknown virtual one ESRCH, any other the kernel's call.
+macro_rules! for_tid {
+    ($tid:expr, $own:expr, $real:expr) => {
+        match named(-1, $tid) {
+            Some(Ok(_)) => $own,
+            Some(Err(e)) => fail(e),
+            None => $real,
+        }
+    };
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sched_setaffinity(
+    pid: libc::pid_t,
+    size: size_t,
+    set: *const libc::cpu_set_t,
+) -> c_int {
+    // A coroutine cannot be pinned: accepted, no effect (README).
+    // SAFETY: the caller's contract.
+    for_tid!(pid, 0, unsafe { real::sched_setaffinity(pid, size, set) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sched_getaffinity(
+    pid: libc::pid_t,
+    size: size_t,
+    set: *mut libc::cpu_set_t,
+) -> c_int {
+    // The process's CPUs: a coroutine may run on any worker.
+    // SAFETY: the caller's contract.
+    for_tid!(
+        pid,
+        unsafe { real::sched_getaffinity(0, size, set) },
+        unsafe { real::sched_getaffinity(pid, size, set) }
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sched_getscheduler(pid: libc::pid_t) -> c_int {
+    // SAFETY: plain integer.
+    for_tid!(pid, libc::SCHED_OTHER, unsafe {
+        real::sched_getscheduler(pid)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sched_setscheduler(
+    pid: libc::pid_t,
+    policy: c_int,
+    p: *const libc::sched_param,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let own = || match unsafe { p.as_ref() } {
+        None => fail(libc::EINVAL),
+        Some(p) if policy == libc::SCHED_OTHER && p.sched_priority == 0 => 0,
+        Some(_) => fail(libc::EPERM),
+    };
+    // SAFETY: the caller's contract.
+    for_tid!(pid, own(), unsafe {
+        real::sched_setscheduler(pid, policy, p)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sched_getparam(pid: libc::pid_t, p: *mut libc::sched_param) -> c_int {
+    // SAFETY: the caller's contract.
+    let own = || match unsafe { p.as_mut() } {
+        None => fail(libc::EINVAL),
+        Some(p) => {
+            p.sched_priority = 0;
+            0
+        }
+    };
+    // SAFETY: the caller's contract.
+    for_tid!(pid, own(), unsafe { real::sched_getparam(pid, p) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sched_setparam(pid: libc::pid_t, p: *const libc::sched_param) -> c_int {
+    // SAFETY: the caller's contract.
+    let own = || match unsafe { p.as_ref() } {
+        None => fail(libc::EINVAL),
+        Some(p) if p.sched_priority == 0 => 0,
+        Some(_) => fail(libc::EINVAL),
+    };
+    // SAFETY: the caller's contract.
+    for_tid!(pid, own(), unsafe { real::sched_setparam(pid, p) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getpriority(which: libc::__priority_which_t, who: libc::id_t) -> c_int {
+    if which == libc::PRIO_PROCESS as libc::__priority_which_t {
+        // The worker's nice value: the one the coroutine runs with.
+        // SAFETY: plain integers.
+        return for_tid!(
+            who as libc::pid_t,
+            unsafe { real::getpriority(which, 0) },
+            unsafe { real::getpriority(which, who) }
+        );
+    }
+    // SAFETY: plain integers.
+    unsafe { real::getpriority(which, who) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn setpriority(
+    which: libc::__priority_which_t,
+    who: libc::id_t,
+    prio: c_int,
+) -> c_int {
+    if which == libc::PRIO_PROCESS as libc::__priority_which_t {
+        // Accepted, no effect: a coroutine shares its worker's nice value.
+        // SAFETY: plain integers.
+        return for_tid!(who as libc::pid_t, 0, unsafe {
+            real::setpriority(which, who, prio)
+        });
+    }
+    // SAFETY: plain integers.
+    unsafe { real::setpriority(which, who, prio) }
+}
