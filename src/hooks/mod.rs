@@ -13,6 +13,8 @@
 //! | `fdctl.rs`    | close, close_range, closefrom, fclose, freopen(64), pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, pipe, pipe2 |
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `cached.rs`   | (no symbol) open and stat answered from the kernel's dentry cache inline, for `file.rs` |
+//! | `path_memo.rs`| (no symbol) paths this thread found cached a moment ago, for `cached.rs` |
+//! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
 //! | `process.rs`  | fork, vfork, waitpid, wait, posix_spawn(p) |
 //! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk |
@@ -23,7 +25,8 @@
 //! | `start.rs`    | __libc_start_main |
 //! | `cancel.rs`   | pthread_cancel, pthread_setcancelstate, pthread_setcanceltype, pthread_testcancel, __pthread_register_cancel(_defer), __pthread_unregister_cancel(_restore), __pthread_unwind_next |
 //! | `io_uring.rs` | __io_uring_get_cqe, io_uring_wait_cqes, io_uring_submit_and_wait(_timeout), io_uring_queue_init_params, io_uring_queue_exit (liburing) |
-//! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads) |
+//! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo: `pthread/tid.rs`) |
+//! | `pthread/`    | pthread_* taking a pthread_t (create, join, keys, names, kill...); `tid.rs`: gettid, tgkill, sched_[gs]etaffinity, sched_[gs]etscheduler, sched_[gs]etparam, [gs]etpriority |
 //!
 //! Every hook begins with the same test: is the caller a coroutine? If not
 //! (the runtime is not up, a native thread, runtime code itself, an atexit
@@ -65,6 +68,7 @@ pub mod epoll;
 pub mod fdctl;
 pub mod file;
 pub mod io_uring;
+pub mod ipc;
 pub mod open;
 pub mod path_memo;
 pub mod poll;
@@ -260,6 +264,12 @@ pub(crate) fn timeval_ns(tv: &libc::timeval) -> u64 {
 pub(crate) struct Deadline(Option<Option<u64>>);
 
 impl Deadline {
+    /// A deadline the call itself gives (monotonic ns; None: none), not the
+    /// socket's timeout.
+    pub(crate) fn at(deadline: Option<u64>) -> Deadline {
+        Deadline(Some(deadline))
+    }
+
     pub(crate) fn get(&mut self, fd: i32, e: &FdEntry, dir: Dir) -> Option<u64> {
         *self.0.get_or_insert_with(|| {
             sock_timeout(fd, e, dir).map(|t| crate::sys::now_ns().saturating_add(t))
