@@ -14,9 +14,7 @@
  * left (a write fails with EPIPE: nothing kept the old file open behind
  * the program). The same again through the raw system calls
  * (syscall(SYS_dup2), syscall(SYS_dup3)). A last round does the same with a writer blocked on a
- * full pipe whose write end is replaced. A thread in poll on a replaced
- * number goes on and answers for the new file (natively poll looks at the
- * number again on each wake-up). And a number replaced by an
+ * full pipe whose write end is replaced. And a number replaced by an
  * inline system call (no hook sees it) between two blocking reads: the
  * second read must wait on the new file, not on what corun registered for
  * the old one. SIGPIPE stays at its default
@@ -27,7 +25,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -222,58 +219,6 @@ static void write_round(void)
     close(q[1]);
 }
 
-struct poller {
-    int fd;
-    atomic_int *started;
-    atomic_int finished;
-    int r;
-    short revents;
-};
-
-static void *poller(void *arg)
-{
-    struct poller *p = arg;
-    struct pollfd pfd = {.fd = p->fd, .events = POLLIN};
-    atomic_fetch_add(p->started, 1);
-    p->r = poll(&pfd, 1, 20000);
-    p->revents = pfd.revents;
-    atomic_store(&p->finished, 1);
-    return NULL;
-}
-
-/* A thread in poll on a number that dup2 replaces: natively poll looks at
- * the number again on each wake-up, so it answers for the new file: the
- * replacement does not end it (no POLLNVAL, no error), data in the new
- * file does. (Natively poll also holds the old file until it returns;
- * corun does not keep it for poll: README, known limits.) */
-static void poll_round(void)
-{
-    int p[2], q[2];
-    if (pipe(p) || pipe(q))
-        exit(2);
-    printf("-- dup2 over a number a thread polls\n");
-    atomic_int started = 0;
-    struct poller pl = {.fd = p[0], .started = &started};
-    pthread_t t;
-    pthread_create(&t, NULL, poller, &pl);
-    wait_started(&started, 1);
-    check("replaced the number", dup2(q[0], p[0]) == p[0]);
-    msleep(300);
-    check("poll goes on: the number's new file has nothing", atomic_load(&pl.finished) == 0);
-    check("wrote to the new pipe", write(q[1], "new", 3) == 3);
-    for (int i = 0; i < 10000 && !atomic_load(&pl.finished); i++)
-        msleep(1);
-    pthread_join(t, NULL);
-    printf("poll: %d, revents 0x%x\n", pl.r, pl.revents);
-    check("poll answered for the new file", pl.r == 1 && pl.revents == POLLIN);
-    char buf[8] = {0};
-    check("which has the new bytes", read(p[0], buf, sizeof buf) == 3 && memcmp(buf, "new", 3) == 0);
-    close(p[0]);
-    close(p[1]);
-    close(q[0]);
-    close(q[1]);
-}
-
 /* dup2 as an inline system call: no libc function, nothing corun sees. */
 static long inline_dup2(int oldfd, int newfd)
 {
@@ -329,7 +274,6 @@ int main(void)
     read_round("syscall(SYS_dup2)", -1, 1);
     read_round("syscall(SYS_dup3)", O_CLOEXEC, 2);
     write_round();
-    poll_round();
     behind_the_back_round();
     printf("done\n");
     return 0;
