@@ -16,6 +16,8 @@
 # Servers (each on 127.0.0.1, a free port, its own temp config and dirs):
 #   apache   2.4 worker MPM (4 children x 64 threads), 600-byte static file,
 #            AllowOverride All (a .htaccess probe per directory per request)
+#   apache_event  the same with the event MPM (a listener thread keeps idle
+#            keep-alive connections in its epoll; workers take requests)
 #   nginx    2 worker processes (epoll), the same file
 #   lighttpd 1 process (epoll), the same file
 #   haproxy  2 threads, replies itself (http-request return)
@@ -34,7 +36,7 @@ RAWD=${1:-$ROOT/bench/raw}
 mkdir -p "$RAWD"
 DUR=${SERVERS_DURATION:-4}
 REPS=${SERVERS_REPS:-4}
-LIST=${SERVERS:-apache nginx lighttpd haproxy redis memcached postgres}
+LIST=${SERVERS:-apache apache_event nginx lighttpd haproxy redis memcached postgres}
 CLIB=${BENCH_LIB:-$LIB}
 OUTF="$RAWD/servers.tsv"
 : >"$OUTF"
@@ -148,12 +150,16 @@ wait_up() { # port
 # ---------------------------------------------------------------- servers
 # Each srv_NAME MODE PORT starts the server (sets $pid), and load_NAME PORT
 # prints "rate unit errors check".
-srv_apache() {
+srv_apache() { apache_with worker "$@"; }
+srv_apache_event() { apache_with event "$@"; }
+load_apache_event() { load_apache "$@"; }
+apache_with() { # mpm mode port
+    local mpm=$1; shift
     mkdir -p "$W/apache"
     chmod 777 "$W/apache"
     cat >"$W/apache/httpd.conf" <<CONF
 ServerRoot "/etc/apache2"
-LoadModule mpm_worker_module /usr/lib/apache2/modules/mod_mpm_worker.so
+LoadModule mpm_${mpm}_module /usr/lib/apache2/modules/mod_mpm_${mpm}.so
 LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
 LoadModule dir_module /usr/lib/apache2/modules/mod_dir.so
 LoadModule mime_module /usr/lib/apache2/modules/mod_mime.so

@@ -13,6 +13,7 @@ import statistics
 # name, what it is, goal (minimum corun/native ratio of the median rate)
 SERVERS = [
     ("apache", "Apache 2.4, worker MPM (4 children x 64 threads), 600-byte file, wrk -c200", "threads", 1.2),
+    ("apache_event", "Apache 2.4, event MPM (4 children x 64 threads, a listener's epoll), 600-byte file, wrk -c200", "threads", 1.0),
     ("postgres", "PostgreSQL 15, a process per connection, pgbench -S -c8", "processes", 1.0),
     ("nginx", "nginx, 2 worker processes (epoll), 600-byte file, wrk -c200", "event", 0.97),
     ("lighttpd", "lighttpd, 1 process (epoll), 600-byte file, wrk -c200", "event", 0.97),

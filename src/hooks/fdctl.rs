@@ -156,6 +156,10 @@ fn lock_waits(cmd: c_int) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if is_runtime_fd(fd) {
+        set_errno(libc::EBADF);
+        return -1;
+    }
     if lock_waits(cmd) {
         // SAFETY: the caller's fcntl contract; `arg` (a struct flock
         // pointer) stays valid while the caller is parked.
@@ -170,6 +174,10 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if is_runtime_fd(fd) {
+        set_errno(libc::EBADF);
+        return -1;
+    }
     if lock_waits(cmd) {
         // SAFETY: as fcntl.
         return crate::sched::blocking::run_blocking(move || unsafe {
