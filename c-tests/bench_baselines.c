@@ -11,6 +11,12 @@
  *                             that CPU; -1 leaves them to the scheduler
  *   pthread ITERS TRIALS      pthread_create + pthread_join of an empty
  *                             thread, default attributes, one at a time
+ *   pshared_cond ITERS TRIALS two processes hand a turn back and forth
+ *                             through a process-shared mutex and condition
+ *                             variable: one round trip (the parent has an
+ *                             idle second thread, so under corun it is not
+ *                             the process's only coroutine and its waits
+ *                             park rather than block)
  *   sleepers N MS TRIALS      N kernel threads started at once, each
  *                             nanosleep()s MS ms; wall time from the first
  *                             create to the last join (if creation fails for
@@ -27,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -236,10 +244,79 @@ static double thread_yield_trial(void)
     return (double)(now_ns() - t0) / (double)iters;
 }
 
+/* ---- process-shared condition variable, two processes ---- */
+struct turn {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int turn;
+};
+static struct turn *tn;
+static volatile int idle_stop;
+
+static void *idler(void *arg)
+{
+    while (!idle_stop)
+        usleep(1000);
+    return arg;
+}
+
+static void take_turn(int me)
+{
+    pthread_mutex_lock(&tn->m);
+    while (tn->turn != me)
+        pthread_cond_wait(&tn->c, &tn->m);
+    tn->turn = !me;
+    pthread_cond_broadcast(&tn->c);
+    pthread_mutex_unlock(&tn->m);
+}
+
+static double pshared_cond_trial(void)
+{
+    if (!tn) {
+        tn = mmap(NULL, sizeof *tn, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (tn == MAP_FAILED)
+            die("mmap", errno);
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+        pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+        pthread_mutex_init(&tn->m, &ma);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+        pthread_cond_init(&tn->c, &ca);
+    }
+    tn->turn = 0;
+    idle_stop = 0;
+    pthread_t idle;
+    int e = pthread_create(&idle, NULL, idler, NULL);
+    if (e)
+        die("pthread_create", e);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0)
+        die("fork", errno);
+    if (child == 0) {
+        for (long i = 0; i < iters; i++)
+            take_turn(1);
+        _exit(0);
+    }
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < iters; i++)
+        take_turn(0);
+    double ns = (double)(now_ns() - t0) / (double)iters;
+    int st;
+    waitpid(child, &st, 0);
+    idle_stop = 1;
+    pthread_join(idle, NULL);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die("pshared_cond child", EINVAL);
+    return ns;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s swapcontext|pthread|thread_yield ITERS TRIALS | eventfd ITERS TRIALS CPU | sleepers N MS TRIALS\n",
+        fprintf(stderr, "usage: %s swapcontext|pthread|thread_yield|pshared_cond ITERS TRIALS | eventfd ITERS TRIALS CPU | sleepers N MS TRIALS\n",
                 argv[0]);
         return 2;
     }
@@ -272,6 +349,8 @@ int main(int argc, char **argv)
         trial = pthread_trial;
     else if (strcmp(t, "thread_yield") == 0)
         trial = thread_yield_trial;
+    else if (strcmp(t, "pshared_cond") == 0)
+        trial = pshared_cond_trial;
     else if (strcmp(t, "eventfd") == 0 && argc > 4) {
         trial = eventfd_trial;
         pin_cpu = atoi(argv[4]);

@@ -1,9 +1,12 @@
 /* Objects only glibc may take (process-shared and robust mutexes,
- * process-shared rwlocks, named and process-shared semaphores) waited for
+ * process-shared rwlocks, named and process-shared semaphores,
+ * process-shared condition variables and barriers) waited for
  * by threads whose holder sleeps meanwhile: natively the waiter sleeps in
  * the kernel; under corun with one worker, a waiter that blocked its
  * worker would never let the holder wake up (deadlock). Two processes
- * share a named semaphore and a process-shared mutex. A ticker thread
+ * share a named semaphore and a process-shared mutex, then hand a turn
+ * back and forth through a process-shared condition variable and meet at
+ * a process-shared barrier. A ticker thread
  * shows whether the waits let others run. Output is the same natively and
  * under corun. */
 #include <errno.h>
@@ -24,6 +27,10 @@ struct shared {
     pthread_rwlock_t rw;    /* process-shared */
     sem_t sem;              /* process-shared */
     long counter;
+    pthread_cond_t cond;    /* process-shared, with pm */
+    pthread_barrier_t bar;  /* process-shared, 2 threads: one per process */
+    int turn;               /* whose turn it is, under pm: 0 parent, 1 child */
+    int serial;             /* barrier rounds a thread was the serial one */
 };
 
 static struct shared *sh;
@@ -112,6 +119,82 @@ static int wait_sem(void)
     return sem_wait(&sh->sem) == 0 ? 0 : errno;
 }
 
+static int timedwait_cond(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&sh->pm);
+    int r = pthread_cond_timedwait(&sh->cond, &sh->pm, &ts);
+    /* The mutex is held again, whatever the result. */
+    int held = pthread_mutex_trylock(&sh->pm) == EBUSY;
+    pthread_mutex_unlock(&sh->pm);
+    return r == ETIMEDOUT && held ? 0 : r ? r : EINVAL;
+}
+
+/* Waits (cond var) for `me`'s turn, then gives the turn to the other side. */
+static void take_turn(int me)
+{
+    pthread_mutex_lock(&sh->pm);
+    while (sh->turn != me)
+        pthread_cond_wait(&sh->cond, &sh->pm);
+    sh->counter++;
+    sh->turn = !me;
+    pthread_cond_broadcast(&sh->cond);
+    pthread_mutex_unlock(&sh->pm);
+}
+
+#define ROUNDS 5
+
+/* Two processes hand a turn back and forth through the process-shared
+ * condition variable, then meet at the process-shared barrier ROUNDS
+ * times; the child sleeps before each step so the parent waits. The
+ * parent's ticker must run through it all. */
+static void cond_and_barrier_across_processes(void)
+{
+    sh->turn = 1;
+    sh->counter = 0;
+    sh->serial = 0;
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        for (int i = 0; i < ROUNDS; i++) {
+            usleep(10000);
+            take_turn(1);
+        }
+        for (int i = 0; i < ROUNDS; i++) {
+            usleep(10000);
+            if (pthread_barrier_wait(&sh->bar) == PTHREAD_BARRIER_SERIAL_THREAD)
+                __atomic_fetch_add(&sh->serial, 1, __ATOMIC_SEQ_CST);
+        }
+        _exit(0);
+    }
+    int t0 = ticks;
+    for (int i = 0; i < ROUNDS; i++)
+        take_turn(0);
+    int t1 = ticks;
+    int passed = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        int r = pthread_barrier_wait(&sh->bar);
+        passed += r == 0 || r == PTHREAD_BARRIER_SERIAL_THREAD;
+        if (r == PTHREAD_BARRIER_SERIAL_THREAD)
+            __atomic_fetch_add(&sh->serial, 1, __ATOMIC_SEQ_CST);
+    }
+    int t2 = ticks;
+    int st;
+    waitpid(child, &st, 0);
+    printf("process-shared condition variable across processes: %ld turns, others ran meanwhile: %s\n",
+           sh->counter, t1 - t0 > 2 ? "yes" : "no");
+    printf("process-shared barrier across processes: %d rounds passed, %d serial, child %s, others ran "
+           "meanwhile: %s\n",
+           passed, __atomic_load_n(&sh->serial, __ATOMIC_SEQ_CST),
+           WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "ok" : "FAILED", t2 - t1 > 2 ? "yes" : "no");
+}
+
 int main(void)
 {
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -130,14 +213,28 @@ int main(void)
     pthread_rwlockattr_setpshared(&wa, PTHREAD_PROCESS_SHARED);
     pthread_rwlock_init(&sh->rw, &wa);
     sem_init(&sh->sem, 1, 0);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+    pthread_cond_init(&sh->cond, &ca);
+    pthread_barrierattr_t ba;
+    pthread_barrierattr_init(&ba);
+    pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
+    pthread_barrier_init(&sh->bar, &ba, 2);
 
     pthread_t tk;
     pthread_create(&tk, NULL, ticker, NULL);
+    /* The ticker runs before the first wait is measured (bounded: 10 s). */
+    for (int i = 0; i < 10000 && ticks == 0; i++)
+        usleep(1000);
     contend("process-shared mutex", hold_mutex, &sh->pm, lock_pm);
     contend("process-shared mutex, timed", hold_mutex, &sh->pm, timedlock_pm);
     contend("robust mutex", hold_mutex, &sh->robust, lock_robust);
     contend("process-shared rwlock", hold_rw, NULL, rdlock_rw);
     contend("process-shared semaphore", post_later, NULL, wait_sem);
+    contend("process-shared condition variable, timed out", post_later, NULL, timedwait_cond);
+    sem_wait(&sh->sem);
+    cond_and_barrier_across_processes();
 
     /* Two processes: a named semaphore posted by the child 5 times, and
      * the process-shared mutex held by the child across a sleep. */

@@ -190,6 +190,14 @@ else
 fi
 micro mutex_corun co "$BIN/co_bench_micro" mutex $YI $TR
 micro mutex_pthread co "$BIN/co_bench_micro" pthread_mutex $YI $TR
+# Waits that park (issue 11): two threads ping-ponging over eventfds (each
+# read parks on the fd), and a turn handed between two processes through a
+# process-shared condition variable (glibc's wait on a blocking-pool
+# helper), under corun with one worker next to the same natively.
+PC=5000; [ "$QUICK" = 1 ] && PC=1000
+micro eventfd_threads_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/bench_baselines" eventfd $((EI / 4)) $TR -1
+micro pshared_cond "$BIN/bench_baselines" pshared_cond $PC $TR
+micro pshared_cond_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/bench_baselines" pshared_cond $PC $TR
 fi
 
 # ---------------------------------------------------------------- 2. memory

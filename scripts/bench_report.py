@@ -464,6 +464,9 @@ rows = [
     ("may_sleepers_w2", "peer: the same, 2 workers"),
     ("mutex_corun", "corun: corun_mutex_lock + unlock, uncontended, in a coroutine"),
     ("mutex_pthread", "corun: pthread_mutex_lock + unlock (interposed), uncontended, in a coroutine"),
+    ("eventfd_threads_w1", "corun: two pthreads ping-ponging over eventfds (every read parks), 1 worker"),
+    ("pshared_cond", "baseline: a turn handed between two processes (process-shared mutex + condition variable), round trip"),
+    ("pshared_cond_w1", "corun: the same, the parent under corun with 1 worker (its waits on a blocking-pool helper)"),
 ]
 for key, label in rows:
     if key in micro:
@@ -483,6 +486,10 @@ if None not in (ts, tss, ty, tys):
       f"yield round trip {ty - tys:+.1f} ns ({fr(ratio(ty, tys), 2)}); pthread_create+join natively / corun: {fr(ratio(pt, ts))}")
 if sl is not None:
     a(f"- 100,000 sleepers vs 100,000 kernel threads: {fr(ratio(m('sleepers_threads'), sl))}")
+a(f"- eventfd ping-pong, native threads vs two pthreads parking under corun (1 worker): "
+  f"{fr(ratio(m('eventfd_unpinned'), m('eventfd_threads_w1')), 2)}")
+a(f"- process-shared condition variable turn, natively vs under corun (1 worker): "
+  f"{fr(ratio(m('pshared_cond'), m('pshared_cond_w1')), 2)}")
 a("")
 
 a("## 2. Memory per idle connection")

@@ -12,6 +12,8 @@
 //! and `ioctl(FIONBIO)` record the program's non-blocking wish (and make
 //! every cached wish be asked again: dups share it); `pipe2` records it from
 //! its flags.
+//! A `dup2`/`dup3` over an fd that calls are parked on keeps the old file
+//! for them first (`sched::fdkeep`): natively they go on with it.
 //! Bookkeeping happens for every caller, coroutine or not; fds of the
 //! runtime itself cannot be closed by the program (it gets EBADF, as it
 //! would natively for an fd it never opened).
@@ -21,7 +23,7 @@ use std::sync::atomic::Ordering;
 
 use libc::c_ulong;
 
-use crate::sched::fdtable;
+use crate::sched::{fdkeep, fdtable};
 use crate::sys::{errno, real, set_errno};
 
 fn is_runtime_fd(fd: c_int) -> bool {
@@ -96,10 +98,17 @@ pub unsafe extern "C" fn dup2(fd: c_int, fd2: c_int) -> c_int {
         set_errno(libc::EBADF);
         return -1;
     }
+    if fd != fd2 {
+        fdkeep::keep_for_parked(fd2);
+    }
     // SAFETY: plain integers.
     let r = unsafe { real::dup2(fd, fd2) };
     if r >= 0 && fd != fd2 {
         note_dup(fd, r);
+    } else if r < 0 {
+        let e = errno();
+        fdkeep::discard(fd2);
+        set_errno(e);
     }
     r
 }
@@ -110,10 +119,17 @@ pub unsafe extern "C" fn dup3(fd: c_int, fd2: c_int, flags: c_int) -> c_int {
         set_errno(libc::EBADF);
         return -1;
     }
+    if fd != fd2 {
+        fdkeep::keep_for_parked(fd2);
+    }
     // SAFETY: plain integers.
     let r = unsafe { real::dup3(fd, fd2, flags) };
     if r >= 0 {
         note_dup(fd, r);
+    } else {
+        let e = errno();
+        fdkeep::discard(fd2);
+        set_errno(e);
     }
     r
 }

@@ -246,7 +246,10 @@ fn mq_call(
         }
         Some(sched::sync::Deadline::Realtime(timespec_ns(&ts)).monotonic())
     };
-    let io = nonblocking_loop(q, e, dir, &mut Deadline::at(deadline), || {
+    // The call is made on `q` itself: a queue whose descriptor dup2
+    // replaces under the park is not followed to its kept file
+    // (docs/ARCHITECTURE.md §5.10).
+    let io = nonblocking_loop(q, e, dir, &mut Deadline::at(deadline), |_, _| {
         let r = attempt(&PAST);
         if r < 0 && errno() == libc::ETIMEDOUT {
             set_errno(libc::EAGAIN);

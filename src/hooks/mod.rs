@@ -26,7 +26,7 @@
 //! | `start.rs`    | __libc_start_main |
 //! | `cancel.rs`   | pthread_cancel, pthread_setcancelstate, pthread_setcanceltype, pthread_testcancel, __pthread_register_cancel(_defer), __pthread_unregister_cancel(_restore), __pthread_unwind_next |
 //! | `io_uring.rs` | __io_uring_get_cqe, io_uring_wait_cqes, io_uring_submit_and_wait(_timeout), io_uring_queue_init_params, io_uring_queue_exit (liburing) |
-//! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_fork, SYS_clone(3), SYS_seccomp: `process.rs`) |
+//! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_fork, SYS_clone(3), SYS_seccomp: `process.rs`; SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo: `pthread/tid.rs`; SYS_close, SYS_dup2, SYS_dup3, SYS_close_range: `fdctl.rs`; SYS_io_getevents, SYS_io_pgetevents: the blocking pool) |
 //! | `pthread/`    | pthread_* taking a pthread_t (create, join, keys, names, kill...); `tid.rs`: gettid, tgkill, sched_[gs]etaffinity, sched_[gs]etscheduler, sched_[gs]etparam, [gs]etpriority |
 //!
 //! Every hook begins with the same test: is the caller a coroutine? If not
@@ -91,7 +91,9 @@ pub mod start;
 pub mod syscall;
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
+use crate::sched::fdkeep::{self, KeptFile};
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::signals::Interruptible;
 use crate::sched::{park_until_ready, FdWait};
@@ -285,27 +287,63 @@ pub(crate) enum Io {
     Blocking,
 }
 
-/// Makes `attempt` (a non-blocking form of the call) until it does not
-/// return EAGAIN, parking on the netpoller in between. On timeout, returns
-/// -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on close, -1/EBADF; when
-/// the coroutine's cancel token is cancelled, -1/ECANCELED. A signal
-/// handler that ran in the coroutine while it waited makes it fail with
-/// EINTR, unless every such handler had SA_RESTART and the socket has no
-/// timeout (signal(7): then the call goes on waiting). A success leaves
-/// errno as the caller had it, as the blocking call does, whatever the
-/// attempts before it failed with.
+/// The fd a blocking call works on: the caller's, or, once `dup2`/`dup3`
+/// replaced that number while the call was parked, the duplicate of the
+/// file the call started with (`sched::fdkeep`), as natively the call goes
+/// on with its file.
+pub(crate) struct At<'a> {
+    pub(crate) fd: i32,
+    pub(crate) e: &'a FdEntry,
+    kept: Option<Arc<KeptFile>>,
+}
+
+impl<'a> At<'a> {
+    pub(crate) fn new(fd: i32, e: &'a FdEntry) -> Self {
+        At { fd, e, kept: None }
+    }
+
+    /// Goes on with the kept file.
+    fn switch(&mut self, k: Arc<KeptFile>) {
+        self.fd = k.fd();
+        self.e = k.entry();
+        self.kept = Some(k);
+    }
+}
+
+/// `nonblocking_loop_at` on `fd` for one call.
 pub(crate) fn nonblocking_loop(
     fd: i32,
     e: &FdEntry,
     dir: Dir,
     deadline: &mut Deadline,
-    mut attempt: impl FnMut() -> isize,
+    attempt: impl FnMut(i32, &FdEntry) -> isize,
+) -> Io {
+    nonblocking_loop_at(&mut At::new(fd, e), dir, deadline, attempt)
+}
+
+/// Makes `attempt(fd, entry)` (a non-blocking form of the call on that fd)
+/// until it does not return EAGAIN, parking on the netpoller in between.
+/// On timeout, returns -1/EAGAIN as SO_RCVTIMEO/SO_SNDTIMEO would; on
+/// close, -1/EBADF; when the coroutine's cancel token is cancelled,
+/// -1/ECANCELED. A signal handler that ran in the coroutine while it
+/// waited makes it fail with EINTR, unless every such handler had
+/// SA_RESTART and the socket has no timeout (signal(7): then the call goes
+/// on waiting). A success leaves errno as the caller had it, as the
+/// blocking call does, whatever the attempts before it failed with. The fd
+/// replaced by dup2/dup3 during a park: the call goes on with its file
+/// (`at` switches to the kept duplicate, `sched::fdkeep`).
+pub(crate) fn nonblocking_loop_at(
+    at: &mut At<'_>,
+    dir: Dir,
+    deadline: &mut Deadline,
+    mut attempt: impl FnMut(i32, &FdEntry) -> isize,
 ) -> Io {
     let caller_errno = errno();
     let mut intr: Option<Interruptible> = None;
     loop {
+        let (fd, e) = (at.fd, at.e);
         let seen = e.snapshot(dir);
-        let r = attempt();
+        let r = attempt(fd, e);
         if r >= 0 {
             set_errno(caller_errno);
             return Io::Done(r);
@@ -326,14 +364,30 @@ pub(crate) fn nonblocking_loop(
             set_errno(libc::ECANCELED);
             return Io::Done(-1);
         }
-        match park_until_ready(fd, dir, seen, deadline.get(fd, e, dir)) {
+        if !e.same_file(fd, seen.gen) {
+            // Replaced behind corun's back: forget the old file (its
+            // waiters fail with EBADF) and try the new one.
+            e.reset();
+            continue;
+        }
+        if !fdkeep::enter(e, seen.gen) {
+            // Closed or replaced since the attempt: try what the number
+            // is now (a closed fd fails with EBADF by itself).
+            continue;
+        }
+        let waited = park_until_ready(fd, dir, seen, deadline.get(fd, e, dir));
+        if let Some(k) = fdkeep::leave(e, seen.gen) {
+            at.switch(k);
+            continue;
+        }
+        match waited {
             FdWait::Ready => continue,
             FdWait::Closed => {
                 set_errno(libc::EBADF);
                 return Io::Done(-1);
             }
             FdWait::TimedOut => {
-                let r = attempt();
+                let r = attempt(fd, e);
                 if r >= 0 {
                     set_errno(caller_errno);
                 }
@@ -366,9 +420,12 @@ pub(crate) fn write_all(
     fd: i32,
     e: &FdEntry,
     total: usize,
-    mut attempt: impl FnMut(usize) -> Option<isize>,
+    mut attempt: impl FnMut(i32, &FdEntry, usize) -> Option<isize>,
 ) -> Written {
     let mut deadline = Deadline::default();
+    // The whole write goes to one file, even when the number is replaced
+    // between two parts.
+    let mut at = At::new(fd, e);
     let mut done = 0usize;
     // A count returned leaves errno alone, even after an error that ended
     // a partial write.
@@ -380,12 +437,12 @@ pub(crate) fn write_all(
     loop {
         let mut rest = false;
         let mut failed = false;
-        let io = nonblocking_loop(fd, e, Dir::Write, &mut deadline, || {
+        let io = nonblocking_loop_at(&mut at, Dir::Write, &mut deadline, |fd, e| {
             if done > 0 && stream_socket_failed(fd, e) {
                 failed = true;
                 return 0;
             }
-            attempt(done).unwrap_or_else(|| {
+            attempt(fd, e, done).unwrap_or_else(|| {
                 rest = true;
                 0
             })
@@ -404,7 +461,7 @@ pub(crate) fn write_all(
             };
         }
         done += r as usize;
-        if done >= total || r == 0 || user_nonblocking(fd, e) {
+        if done >= total || r == 0 || user_nonblocking(at.fd, at.e) {
             return count(done);
         }
     }

@@ -131,7 +131,7 @@ pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize
         e,
         Dir::Read,
         &mut Deadline::default(),
-        || match try_readv(fd, e, iov, cnt) {
+        |fd, e| match try_readv(fd, e, iov, cnt) {
             Some(r) => r,
             None => {
                 unsupported = true;
@@ -188,7 +188,7 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
     // The unsent part of `iov`, rebuilt only when more has been sent.
     let mut tail: Vec<iovec> = Vec::new();
     let mut tail_at = 0;
-    let written = write_all(fd, e, iov_len(iov, cnt), |done| {
+    let written = write_all(fd, e, iov_len(iov, cnt), |fd, e, done| {
         if done == 0 {
             return try_writev(fd, e, iov, cnt, false);
         }

@@ -58,7 +58,7 @@ pub(crate) fn recv_parking(
     let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;
     let mut got = 0usize;
     loop {
-        let io = nonblocking_loop(fd, e, Dir::Read, &mut deadline, || {
+        let io = nonblocking_loop(fd, e, Dir::Read, &mut deadline, |fd, _| {
             // SAFETY: the caller's recvfrom contract, from offset `got`.
             unsafe {
                 real::recvfrom(
@@ -98,7 +98,7 @@ pub(crate) fn send_parking(
     alen: socklen_t,
 ) -> Option<isize> {
     let e = fdtable::get(fd)?;
-    let written = write_all(fd, e, n, |sent| {
+    let written = write_all(fd, e, n, |fd, _, sent| {
         // SAFETY: the caller's sendto contract, from offset `sent`.
         let r = unsafe {
             real::sendto(
@@ -130,7 +130,7 @@ fn sent_result(w: Written) -> Option<isize> {
 fn recvmsg_parking(fd: c_int, msg: *mut msghdr, flags: c_int) -> Option<isize> {
     let e = fdtable::get(fd)?;
     let mut deadline = Deadline::default();
-    let first = nonblocking_loop(fd, e, Dir::Read, &mut deadline, || {
+    let first = nonblocking_loop(fd, e, Dir::Read, &mut deadline, |fd, _| {
         // SAFETY: the caller's recvmsg contract.
         unsafe { real::recvmsg(fd, msg, (flags & !libc::MSG_WAITALL) | libc::MSG_DONTWAIT) }
     });
@@ -152,7 +152,7 @@ fn recvmsg_parking(fd: c_int, msg: *mut msghdr, flags: c_int) -> Option<isize> {
         let mut m: msghdr = unsafe { std::mem::zeroed() };
         m.msg_iov = tail.as_ptr() as *mut iovec;
         m.msg_iovlen = tail.len();
-        let io = nonblocking_loop(fd, e, Dir::Read, &mut deadline, || {
+        let io = nonblocking_loop(fd, e, Dir::Read, &mut deadline, |fd, _| {
             // SAFETY: writes only into the caller's buffers.
             unsafe {
                 real::recvmsg(
@@ -178,7 +178,7 @@ fn sendmsg_parking(fd: c_int, msg: *const msghdr, flags: c_int) -> Option<isize>
     let (iov, cnt) = unsafe { ((*msg).msg_iov, (*msg).msg_iovlen as c_int) };
     let mut tail: Vec<iovec> = Vec::new();
     let mut tail_at = 0;
-    let written = write_all(fd, e, iov_len(iov, cnt), |sent| {
+    let written = write_all(fd, e, iov_len(iov, cnt), |fd, _, sent| {
         // SAFETY: as above; a copy we may point at the unsent tail.
         let mut m: msghdr = unsafe { *msg };
         if sent > 0 {
@@ -220,7 +220,7 @@ fn recvmmsg_parking(
     let mut got: c_uint = 0;
     let mut err = 0;
     while got < vlen {
-        let io = nonblocking_loop(fd, e, Dir::Read, &mut Deadline::default(), || {
+        let io = nonblocking_loop(fd, e, Dir::Read, &mut Deadline::default(), |fd, _| {
             // SAFETY: the rest of the caller's vector.
             unsafe {
                 next::recvmmsg(
@@ -266,7 +266,7 @@ fn sendmmsg_parking(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) ->
     let mut sent: c_uint = 0;
     let mut err = 0;
     while sent < vlen {
-        let io = nonblocking_loop(fd, e, Dir::Write, &mut Deadline::default(), || {
+        let io = nonblocking_loop(fd, e, Dir::Write, &mut Deadline::default(), |fd, _| {
             // SAFETY: the rest of the caller's vector.
             unsafe {
                 let r = next::sendmmsg(

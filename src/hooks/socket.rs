@@ -98,7 +98,7 @@ fn accept_parking(
         return None;
     }
     let mut listening: Option<bool> = None;
-    let io = nonblocking_loop(fd, e, Dir::Read, &mut Deadline::default(), || {
+    let io = nonblocking_loop(fd, e, Dir::Read, &mut Deadline::default(), |fd, e| {
         // One coroutine of the process at a time checks and accepts: two
         // coroutines on two workers both seeing the listener readable would
         // both call the blocking accept, and the loser would hold its worker

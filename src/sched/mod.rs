@@ -21,6 +21,7 @@ pub mod confined;
 pub mod cosync;
 pub mod deadline;
 pub mod dump;
+pub mod fdkeep;
 pub mod fdtable;
 pub mod fork;
 pub mod identity;

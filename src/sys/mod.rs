@@ -124,6 +124,19 @@ const FD_CEILING: u64 = 1024;
 /// soft RLIMIT_NOFILE range, or just below `FD_CEILING` if that is lower,
 /// the original closed. Falls back to `fd`.
 pub fn move_fd_high(fd: i32) -> i32 {
+    let nfd = dup_high(fd, fd + 1);
+    if nfd < 0 {
+        return fd;
+    }
+    // SAFETY: raw close of an fd this function owns (the hook for the
+    // name must not see runtime fds).
+    unsafe { crate::sys::real::syscall!(libc::SYS_close, fd) };
+    nfd
+}
+
+/// A close-on-exec duplicate of `fd` where `move_fd_high` puts runtime fds
+/// (at `min` or above), -1 (errno set) if there is no room there.
+pub fn dup_high(fd: i32, min: i32) -> i32 {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -131,20 +144,13 @@ pub fn move_fd_high(fd: i32) -> i32 {
     // SAFETY: `rl` is a valid out-pointer.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
     let soft = rl.rlim_cur.min(FD_CEILING) as i64;
-    let base = (soft - 64).max(fd as i64 + 1);
+    let base = (soft - 64).max(min as i64);
     if base >= soft {
-        return fd;
+        set_errno(libc::EMFILE);
+        return -1;
     }
-    // SAFETY: raw fcntl/close on an fd this function owns (the hooks for
-    // these names must not see runtime fds).
-    unsafe {
-        let nfd = crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, base);
-        if nfd < 0 {
-            return fd;
-        }
-        crate::sys::real::syscall!(libc::SYS_close, fd);
-        nfd as i32
-    }
+    // SAFETY: raw fcntl (the hook for the name must not see runtime fds).
+    unsafe { crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, base) as i32 }
 }
 
 /// Starts a detached kernel thread running `f()`. Always the *real*

@@ -1,4 +1,10 @@
 //! Barriers: `pthread_barrier_init`, `wait`, `destroy` (see mod.rs).
+//!
+//! A process-shared barrier (or one glibc made before corun's
+//! interposition was on) stays glibc's: its other threads may be in other
+//! processes. glibc has no "try" for a barrier wait (arriving is part of
+//! the wait), so in a coroutine the whole wait is glibc's, made on a
+//! blocking-pool helper while the coroutine parks.
 
 use super::*;
 
@@ -58,6 +64,14 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_in
     // SAFETY: the caller's barrier.
     let w = unsafe { barrier_words(b) };
     if w.tag.load(Ordering::Acquire) != BARRIER_TAG {
+        if on() && in_coroutine() {
+            let bp = b as usize;
+            // SAFETY: the caller's contract; the caller stays parked (and
+            // its barrier alive) until the helper's wait returns.
+            return crate::sched::blocking::run_blocking(move || unsafe {
+                real::pthread_barrier_wait(bp as *mut pthread_barrier_t)
+            });
+        }
         // SAFETY: the caller's contract.
         return unsafe { real::pthread_barrier_wait(b) };
     }

@@ -47,7 +47,9 @@
 //! glibc's *try* operation and, while that says busy, sleeps on a timer
 //! with a bounded back-off (`try_with_backoff`: 20 us doubling to 1 ms),
 //! so the holder (maybe parked on the same worker) runs. Process-shared
-//! condition variables and barriers still block the worker. Where the
+//! condition variables and barriers have no try operation: their glibc
+//! wait runs on a blocking-pool helper while the coroutine parks
+//! (`cond.rs`, `barrier.rs`). Where the
 //! process-shared and clock bits live in glibc's structures is found once
 //! at first use by initialising sample objects with glibc itself; if the
 //! layout is not the one expected, that family passes through with one

@@ -153,6 +153,16 @@ unsafe fn glibc_lock(m: *mut pthread_mutex_t, deadline: Option<Deadline>) -> c_i
     })
 }
 
+/// Whether `m` is one only glibc may take (process-shared, robust,
+/// priority-protocol), or corun's implementation is off.
+///
+/// # Safety
+/// `m` points at a live pthread_mutex_t.
+pub(super) unsafe fn glibcs(m: *mut pthread_mutex_t) -> bool {
+    // SAFETY: the caller's mutex.
+    !mutex_ours(unsafe { mutex_words(m) })
+}
+
 /// Locks `m` by whichever implementation owns it (for condition variables).
 pub(crate) unsafe fn lock_any(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's mutex.

@@ -33,6 +33,13 @@
 //!
 //! SYS_gettid, SYS_tgkill, SYS_tkill and SYS_rt_tgsigqueueinfo go to
 //! `hooks/pthread/tid.rs`: a coroutine thread's tid is its own there.
+//!
+//! Raw `close`, `dup2`, `dup3` and `close_range` go to the hooks of those
+//! names (`hooks::fdctl`): an fd closed or replaced that way must not leave
+//! a stale registration or lose a parked call's file. `io_getevents` and
+//! `io_pgetevents` with `min_nr > 0` from a coroutine (libaio's waits for
+//! completions, no fd to park on) run on the blocking pool.
+//!
 //! Every other system call number goes straight to glibc's `syscall`, in
 //! the assembly below, without a frame of ours.
 //!
@@ -86,6 +93,9 @@ const FUTEX_WAKE_BITSET: c_int = libc::FUTEX_WAKE_BITSET;
 const PRIVATE: c_int = libc::FUTEX_PRIVATE_FLAG;
 const REALTIME: c_int = libc::FUTEX_CLOCK_REALTIME;
 
+/// `io_pgetevents` on x86_64 (not in the libc crate).
+const SYS_IO_PGETEVENTS: c_long = 333;
+
 /// How often a coroutine waiting on a shared futex looks at its word.
 const SHARED_PAUSE_NS: u64 = 10_000_000;
 
@@ -95,14 +105,15 @@ static SELF_LO: AtomicUsize = AtomicUsize::new(0);
 static SELF_HI: AtomicUsize = AtomicUsize::new(0);
 static INIT: AtomicBool = AtomicBool::new(false);
 
-/// The exported `syscall`: a call from libcorun.so itself, or with any
-/// number but SYS_futex, SYS_futex_waitv and those of `process.rs`
-/// (fork, seccomp, and clone and clone3 without CLONE_VM: clone3's flags
-/// are read from its argument block, so a bad pointer there faults here
-/// instead of failing with EFAULT), jumps to glibc's `syscall`
-/// (once resolved), so it is glibc's call exactly (no frame of ours: even
+/// The exported `syscall`: a call from libcorun.so itself, or with a
+/// number the hook has no part in, jumps to glibc's `syscall` (once
+/// resolved), so it is glibc's call exactly (no frame of ours: even
 /// `syscall(SYS_vfork)` behaves as it does without corun); the program's
-/// futex calls go to `syscall_hook`. Only rax and r11 are touched (neither
+/// futex, fd (close, dup2, dup3, close_range), AIO-wait and thread-id
+/// calls, and those of `process.rs` (fork, seccomp, and clone and clone3
+/// without CLONE_VM: clone3's flags are read from its argument block, so
+/// a bad pointer there faults here instead of failing with EFAULT), go to
+/// `syscall_hook`. Only rax and r11 are touched (neither
 /// carries an argument); the stack is left as the caller made it, so both
 /// targets see the original call.
 #[cfg(target_arch = "x86_64")]
@@ -126,12 +137,25 @@ pub unsafe extern "C" fn syscall(
         "mov r11, qword ptr [rip + {hi}@GOTPCREL]",
         "cmp rax, qword ptr [r11]",
         "jb 3f",
-        // The program's call: futex numbers and those about a thread's
-        // tid go to the hook, the rest to glibc.
+        // The program's call: futex numbers, the fd calls corun keeps
+        // track of, the AIO waits and those about a thread's tid go to
+        // the hook, the rest to glibc.
         "2:",
         "cmp rdi, {futex}",
         "je 4f",
         "cmp rdi, {waitv}",
+        "je 4f",
+        "cmp rdi, {close}",
+        "je 4f",
+        "cmp rdi, {dup2}",
+        "je 4f",
+        "cmp rdi, {dup3}",
+        "je 4f",
+        "cmp rdi, {close_range}",
+        "je 4f",
+        "cmp rdi, {getevents}",
+        "je 4f",
+        "cmp rdi, {pgetevents}",
         "je 4f",
         "cmp rdi, {gettid}",
         "je 4f",
@@ -176,6 +200,12 @@ pub unsafe extern "C" fn syscall(
         hook = sym syscall_hook,
         futex = const libc::SYS_futex,
         waitv = const SYS_FUTEX_WAITV,
+        close = const libc::SYS_close,
+        dup2 = const libc::SYS_dup2,
+        dup3 = const libc::SYS_dup3,
+        close_range = const libc::SYS_close_range,
+        getevents = const libc::SYS_io_getevents,
+        pgetevents = const SYS_IO_PGETEVENTS,
         gettid = const libc::SYS_gettid,
         tkill = const libc::SYS_tkill,
         tgkill = const libc::SYS_tgkill,
@@ -319,8 +349,36 @@ unsafe extern "C" fn syscall_hook(
         return r;
     } else if process::NUMBERS.contains(&n) {
         return process::call(n, [a1, a2, a3, a4, a5, a6]);
+    } else if let Some(r) = fd_call(n, [a1, a2, a3]) {
+        return r;
+    } else if (n == libc::SYS_io_getevents || n == SYS_IO_PGETEVENTS) && a2 > 0 && in_coroutine() {
+        // A wait for AIO completions (libaio's io_getevents with min_nr >
+        // 0): no fd to park on, so a helper makes it while the coroutine
+        // parks. With min_nr 0 it never waits: made here.
+        let a = [a1, a2, a3, a4, a5, a6];
+        return crate::sched::blocking::run_blocking(move || real6(n, a));
     }
     real6(n, [a1, a2, a3, a4, a5, a6])
+}
+
+/// Raw `close`, `dup2`, `dup3` and `close_range`: what their libc names do
+/// (`hooks::fdctl`), so an fd replaced or closed this way is known to
+/// corun too (its waiters wake, a parked call keeps its file).
+fn fd_call(n: c_long, a: [c_long; 3]) -> Option<c_long> {
+    use crate::hooks::fdctl;
+    // SAFETY: the hooks take plain integers, as the system calls do.
+    let r = unsafe {
+        match n {
+            libc::SYS_close => fdctl::close(a[0] as c_int),
+            libc::SYS_dup2 => fdctl::dup2(a[0] as c_int, a[1] as c_int),
+            libc::SYS_dup3 => fdctl::dup3(a[0] as c_int, a[1] as c_int, a[2] as c_int),
+            libc::SYS_close_range => {
+                fdctl::close_range(a[0] as c_uint, a[1] as c_uint, a[2] as c_int)
+            }
+            _ => return None,
+        }
+    };
+    Some(r as c_long)
 }
 
 /// A coroutine thread's own tid (hooks/pthread/tid.rs): SYS_gettid, and
