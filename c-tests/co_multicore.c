@@ -39,7 +39,18 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static long tid(void) { return syscall(SYS_gettid); }
+/* The kernel thread running the caller: /proc/thread-self is resolved by
+ * the kernel (gettid gives each coroutine thread a tid of its own). */
+static long tid(void)
+{
+    char buf[64];
+    ssize_t n = readlink("/proc/thread-self", buf, sizeof buf - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    const char *slash = strrchr(buf, '/');
+    return slash ? atol(slash + 1) : -1;
+}
 
 static void die(const char *m)
 {
