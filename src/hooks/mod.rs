@@ -14,6 +14,7 @@
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `cached.rs`   | (no symbol) open and stat answered from the kernel's dentry cache inline, for `file.rs` |
 //! | `path_memo.rs`| (no symbol) paths this thread found cached a moment ago, for `cached.rs` |
+//! | `clock.rs`    | clock_gettime, clock_getres (a coroutine thread's CPU clock) |
 //! | `own_fds.rs`  | opendir, fdopendir, readdir, readdir64, closedir, fstat(64), __fxstat(64) (corun's own fds out of sight) |
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
@@ -64,6 +65,7 @@
 
 pub mod cached;
 pub mod cancel;
+pub mod clock;
 pub mod dns;
 pub mod epoll;
 pub mod fdctl;

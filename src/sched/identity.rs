@@ -78,6 +78,9 @@ pub struct Identity {
     pub unwind: UnsafeCell<UnwindException>,
     /// Signal state beyond the mask and the pending set (`sched::signals`).
     pub sig: SignalState,
+    /// The thread's CPU clock, kept once somebody reads it
+    /// (`sched::cpuclock`).
+    pub cpu: super::cpuclock::CpuClock,
 }
 
 /// What signal delivery keeps per thread besides `sigmask` and `pending`

@@ -19,6 +19,7 @@ pub mod chan;
 pub mod chan_queue;
 pub mod confined;
 pub mod cosync;
+pub mod cpuclock;
 pub mod deadline;
 pub mod dump;
 pub mod fdkeep;

@@ -87,12 +87,14 @@ impl Worker {
         self.running_since
             .store(self.local.clock.get(), Ordering::Relaxed);
         CURRENT.set(tp);
+        t.ident.cpu.resumed(self.tid.load(Ordering::Relaxed));
         let own_tp = t.ident.tp.get();
         let r = if own_tp != 0 {
             resume_as(co, own_tp, self.local.tp.get())
         } else {
             co.resume()
         };
+        t.ident.cpu.suspended();
         CURRENT.set(std::ptr::null());
         self.running_id.store(0, Ordering::Relaxed);
         overflow::clear_running();

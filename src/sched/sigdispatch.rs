@@ -118,7 +118,7 @@ pub(super) fn live_tasks() -> Vec<TaskRef> {
 }
 
 /// The live task with this id.
-pub(super) fn find_id(id: u64) -> Option<TaskRef> {
+pub fn find_id(id: u64) -> Option<TaskRef> {
     shard(id).with(|s| s.tasks.iter().flatten().find(|t| t.id == id).cloned())
 }
 

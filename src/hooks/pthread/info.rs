@@ -244,12 +244,19 @@ pub unsafe extern "C" fn pthread_getaffinity_np(
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_getcpuclockid(t: pthread_t, clk: *mut clockid_t) -> c_int {
-    match decode(t) {
-        // No per-coroutine CPU clock (a documented errno of this call).
-        Some(id) => alive(id).map_or(libc::ESRCH, |_| libc::ENOENT),
+    let Some(id) = decode(t) else {
         // SAFETY: the caller's contract.
-        None => unsafe { real::pthread_getcpuclockid(t, clk) },
-    }
+        return unsafe { real::pthread_getcpuclockid(t, clk) };
+    };
+    let Some(task) = alive(id) else {
+        return libc::ESRCH;
+    };
+    // The thread's own clock (sched/cpuclock.rs), named as the kernel
+    // names a thread's, with the thread's tid (hooks/clock.rs reads it).
+    task.ident.cpu.track(id == current_id());
+    // SAFETY: a writable out-pointer by the caller's contract.
+    unsafe { *clk = sched::cpuclock::kernel_thread_clock(super::vtid(id)) };
+    0
 }
 
 #[no_mangle]

@@ -32,12 +32,12 @@ use super::*;
 const VTID_BASE: i64 = 1 << 26;
 
 /// A coroutine thread's tid.
-fn vtid(id: u64) -> libc::pid_t {
+pub(crate) fn vtid(id: u64) -> libc::pid_t {
     (VTID_BASE + id as i64).min(i32::MAX as i64) as libc::pid_t
 }
 
 /// The coroutine thread a tid names, if it is a virtual one.
-fn task_id(tid: libc::pid_t) -> Option<u64> {
+pub(crate) fn task_id(tid: libc::pid_t) -> Option<u64> {
     (tid as i64 >= VTID_BASE).then(|| (tid as i64 - VTID_BASE) as u64)
 }
 
