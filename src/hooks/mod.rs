@@ -14,6 +14,7 @@
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `cached.rs`   | (no symbol) open and stat answered from the kernel's dentry cache inline, for `file.rs` |
 //! | `path_memo.rs`| (no symbol) paths this thread found cached a moment ago, for `cached.rs` |
+//! | `stdio.rs`    | fgets(_unlocked), fgetc(_unlocked), getc(_unlocked), _IO_getc, getchar(_unlocked), fread(_unlocked), getline, getdelim, __getdelim, __uflow, __underflow (wait for data first) |
 //! | `clock.rs`    | clock_gettime, clock_getres (a coroutine thread's CPU clock) |
 //! | `own_fds.rs`  | opendir, fdopendir, readdir, readdir64, closedir, fstat(64), __fxstat(64) (corun's own fds out of sight) |
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
@@ -89,6 +90,7 @@ pub mod signal;
 pub mod sleep;
 pub mod socket;
 pub mod start;
+pub mod stdio;
 #[cfg(target_arch = "x86_64")]
 pub mod syscall;
 

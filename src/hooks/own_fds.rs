@@ -140,31 +140,27 @@ pub unsafe extern "C" fn closedir(d: *mut DIR) -> c_int {
     unsafe { real::closedir(d) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn readdir(d: *mut DIR) -> *mut libc::dirent {
-    let hide = marked(d);
-    loop {
-        // SAFETY: the caller's contract.
-        let e = unsafe { real::readdir(d) };
-        // SAFETY: a non-NULL entry points into the stream's buffer.
-        if e.is_null() || !hide || !hidden(unsafe { &(*e).d_name }) {
-            return e;
+/// `readdir`/`readdir64`: the real entries, but corun's own fds' for a
+/// marked stream.
+macro_rules! readdir_hook {
+    ($name:ident, $entry:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(d: *mut DIR) -> *mut $entry {
+            let hide = marked(d);
+            loop {
+                // SAFETY: the caller's contract.
+                let e = unsafe { real::$name(d) };
+                // SAFETY: a non-NULL entry points into the stream's buffer.
+                if e.is_null() || !hide || !hidden(unsafe { &(*e).d_name }) {
+                    return e;
+                }
+            }
         }
-    }
+    };
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn readdir64(d: *mut DIR) -> *mut libc::dirent64 {
-    let hide = marked(d);
-    loop {
-        // SAFETY: the caller's contract.
-        let e = unsafe { real::readdir64(d) };
-        // SAFETY: a non-NULL entry points into the stream's buffer.
-        if e.is_null() || !hide || !hidden(unsafe { &(*e).d_name }) {
-            return e;
-        }
-    }
-}
+readdir_hook!(readdir, libc::dirent);
+readdir_hook!(readdir64, libc::dirent64);
 
 /// -1/EBADF for one of corun's fds: to the program it is not open.
 fn not_open(fd: c_int) -> bool {
@@ -175,38 +171,21 @@ fn not_open(fd: c_int) -> bool {
     false
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn fstat(fd: c_int, st: *mut libc::stat) -> c_int {
-    if not_open(fd) {
-        return -1;
-    }
-    // SAFETY: the caller's contract.
-    unsafe { real::fstat(fd, st) }
+/// `fstat` and its variants: EBADF for corun's own fds, else the real call.
+macro_rules! fstat_hook {
+    ($name:ident ($($arg:ident : $ty:ty),*), $fd:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            if not_open($fd) {
+                return -1;
+            }
+            // SAFETY: the caller's contract.
+            unsafe { real::$name($($arg),*) }
+        }
+    };
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn fstat64(fd: c_int, st: *mut libc::stat64) -> c_int {
-    if not_open(fd) {
-        return -1;
-    }
-    // SAFETY: the caller's contract.
-    unsafe { real::fstat64(fd, st) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn __fxstat(ver: c_int, fd: c_int, st: *mut libc::stat) -> c_int {
-    if not_open(fd) {
-        return -1;
-    }
-    // SAFETY: the caller's contract.
-    unsafe { real::__fxstat(ver, fd, st) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn __fxstat64(ver: c_int, fd: c_int, st: *mut libc::stat64) -> c_int {
-    if not_open(fd) {
-        return -1;
-    }
-    // SAFETY: the caller's contract.
-    unsafe { real::__fxstat64(ver, fd, st) }
-}
+fstat_hook!(fstat(fd: c_int, st: *mut libc::stat), fd);
+fstat_hook!(fstat64(fd: c_int, st: *mut libc::stat64), fd);
+fstat_hook!(__fxstat(ver: c_int, fd: c_int, st: *mut libc::stat), fd);
+fstat_hook!(__fxstat64(ver: c_int, fd: c_int, st: *mut libc::stat64), fd);

@@ -1,0 +1,147 @@
+/*
+ * stdio_pipe.c - stdio input on an empty pipe, in one thread, while a
+ * ticker thread counts 1 ms sleeps: fgets, getline, fread, fgetc,
+ * getc_unlocked (glibc's inline buffer, then __uflow) and getchar on
+ * stdin, each waiting for a line another process writes 200 ms later.
+ * Under corun (one worker) the ticker must keep running during each wait
+ * (src/hooks/stdio.rs); glibc's stdio reads through its internal read,
+ * which no hook sees. Then a SIGALRM handler without SA_RESTART ends an
+ * fgets with EINTR and the FILE's error flag, as natively.
+ * Prints one line per fact; scripts/tests/stdio_pipe.sh requires the same
+ * lines natively and under corun.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile long ticks;
+static volatile int stop;
+
+static void *ticker(void *arg)
+{
+    (void)arg;
+    while (!stop) {
+        usleep(1000);
+        ticks++;
+    }
+    return NULL;
+}
+
+/* A child writes `text` into `fd` after 200 ms. */
+static pid_t later(int fd, const char *text)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        usleep(200000);
+        if (write(fd, text, strlen(text)) < 0)
+            _exit(1);
+        _exit(0);
+    }
+    return p;
+}
+
+static void reap(pid_t p)
+{
+    int st;
+    waitpid(p, &st, 0);
+}
+
+static void ticked(const char *what, long before)
+{
+    printf("%s: ticker ran during the wait: %s\n", what, ticks - before >= 5 ? "yes" : "NO");
+}
+
+static FILE *in;
+static int wfd;
+
+static void *reader(void *arg)
+{
+    (void)arg;
+    char buf[128];
+    long t0 = ticks;
+    pid_t p = later(wfd, "first line\n");
+    printf("fgets: %s", fgets(buf, sizeof buf, in) ? buf : "NULL\n");
+    ticked("fgets", t0);
+    reap(p);
+
+    char *line = NULL;
+    size_t cap = 0;
+    t0 = ticks;
+    p = later(wfd, "second line\n");
+    ssize_t n = getline(&line, &cap, in);
+    printf("getline: %zd %s", n, n > 0 ? line : "\n");
+    ticked("getline", t0);
+    reap(p);
+    free(line);
+
+    t0 = ticks;
+    p = later(wfd, "0123456789");
+    size_t got = fread(buf, 1, 10, in);
+    printf("fread: %zu %.10s\n", got, buf);
+    ticked("fread", t0);
+    reap(p);
+
+    t0 = ticks;
+    p = later(wfd, "xy");
+    int c1 = fgetc(in);
+    int c2 = getc_unlocked(in);
+    printf("fgetc, getc_unlocked: %c%c\n", c1, c2);
+    ticked("fgetc", t0);
+    reap(p);
+
+    t0 = ticks;
+    p = later(wfd, "z");
+    int c3 = getc_unlocked(in);
+    printf("getc_unlocked on an empty buffer: %c\n", c3);
+    ticked("getc_unlocked", t0);
+    reap(p);
+    return NULL;
+}
+
+static void on_alarm(int sig) { (void)sig; }
+
+int main(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return 2;
+    in = fdopen(fds[0], "r");
+    wfd = fds[1];
+    pthread_t tk, rd;
+    pthread_create(&tk, NULL, ticker, NULL);
+    usleep(20000);
+    pthread_create(&rd, NULL, reader, NULL);
+    pthread_join(rd, NULL);
+
+    /* getchar on stdin made a pipe. */
+    int sp[2];
+    if (pipe(sp) != 0 || dup2(sp[0], 0) < 0)
+        return 2;
+    long t0 = ticks;
+    pid_t p = later(sp[1], "!");
+    int c = getchar();
+    printf("getchar: %c\n", c);
+    ticked("getchar", t0);
+    reap(p);
+
+    /* A handler without SA_RESTART ends fgets with EINTR. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(1);
+    char buf[64];
+    errno = 0;
+    char *r = fgets(buf, sizeof buf, in);
+    int e = errno;
+    printf("fgets, SIGALRM handler: %s errno %s, ferror %s\n", r ? "a line" : "NULL", e == EINTR ? "EINTR" : "other",
+           ferror(in) ? "set" : "clear");
+    stop = 1;
+    pthread_join(tk, NULL);
+    return 0;
+}

@@ -1,0 +1,153 @@
+//! stdio input on a pipe, socket or terminal: the thread waits for data
+//! first, parked, then glibc reads.
+//!
+//! glibc's stdio reads through its internal `__read`, not through the PLT,
+//! so the `read` hook never sees it: a thread in `fgets(stdin)` on an
+//! empty pipe blocked its whole worker, and every other thread there
+//! waited for the next line.
+//!
+//! Before a stdio input call on a FILE whose buffer is empty (glibc's
+//! `_IO_read_ptr == _IO_read_end`, the public layout of `struct _IO_FILE`)
+//! and whose fd is a pipe, socket or terminal the program left blocking,
+//! the coroutine parks until the fd is readable; glibc's own read then
+//! finds data. A handler without SA_RESTART that runs meanwhile ends the
+//! call as a failed `read` would inside glibc: the FILE's error flag set,
+//! errno EINTR, the call's error value. These are cancellation points, as
+//! natively.
+//!
+//! Not covered: a line longer than what arrived at once (glibc reads again
+//! for the rest and may wait inside, the worker with it), the `scanf`
+//! family (variadic: no stable Rust for forwarding `va_list`), wide-char
+//! input. The process's only coroutine makes the calls as natively.
+
+use std::ffi::{c_char, c_int};
+
+use libc::{size_t, ssize_t, FILE};
+
+use super::{fd_kind, ready_now, user_nonblocking};
+use crate::sched::fdtable::{self, Dir, KIND_FILE};
+use crate::sched::signals::Interruptible;
+use crate::sched::{current, park_until_any_ready, parking};
+
+#[allow(non_snake_case)] // _IO_getc is glibc's name
+mod real {
+    use libc::{c_char, c_int, size_t, ssize_t, FILE};
+    crate::sys::real::real_fns! {
+        fn fgets(s: *mut c_char, n: c_int, f: *mut FILE) -> *mut c_char;
+        fn fgets_unlocked(s: *mut c_char, n: c_int, f: *mut FILE) -> *mut c_char;
+        fn fgetc(f: *mut FILE) -> c_int;
+        fn getc(f: *mut FILE) -> c_int;
+        fn _IO_getc(f: *mut FILE) -> c_int;
+        fn fgetc_unlocked(f: *mut FILE) -> c_int;
+        fn getc_unlocked(f: *mut FILE) -> c_int;
+        fn fread(p: *mut libc::c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t;
+        fn fread_unlocked(p: *mut libc::c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t;
+        fn getline(line: *mut *mut c_char, n: *mut size_t, f: *mut FILE) -> ssize_t;
+        fn getdelim(line: *mut *mut c_char, n: *mut size_t, delim: c_int, f: *mut FILE) -> ssize_t;
+        fn __getdelim(line: *mut *mut c_char, n: *mut size_t, delim: c_int, f: *mut FILE) -> ssize_t;
+        fn __uflow(f: *mut FILE) -> c_int;
+        fn __underflow(f: *mut FILE) -> c_int;
+    }
+}
+
+extern "C" {
+    static mut stdin: *mut FILE;
+}
+
+/// The head of glibc's `struct _IO_FILE` (bits/types/struct_FILE.h).
+#[repr(C)]
+struct FileHead {
+    flags: c_int,
+    read_ptr: *mut c_char,
+    read_end: *mut c_char,
+}
+
+/// `_IO_ERR_SEEN`: what `ferror` reports.
+const IO_ERR_SEEN: c_int = 0x20;
+
+/// Waits, parked, until `f` has something to read. false: a handler
+/// without SA_RESTART ran meanwhile (the FILE's error flag and errno are
+/// set as glibc sets them when its read fails with EINTR).
+fn wait_input(f: *mut FILE) -> bool {
+    if f.is_null() || !parking() {
+        return true;
+    }
+    let head = f as *mut FileHead;
+    // SAFETY: a FILE the caller passed (its contract), read as glibc's
+    // public layout; only our own thread reads its buffer pointers here.
+    if unsafe { (*head).read_ptr < (*head).read_end } {
+        return true; // buffered: the call will not read
+    }
+    // SAFETY: as above.
+    let fd = unsafe { libc::fileno(f) };
+    let Some(e) = (fd >= 0).then(|| fdtable::get(fd)).flatten() else {
+        return true;
+    };
+    if fd_kind(fd, e) == KIND_FILE || user_nonblocking(fd, e) {
+        return true;
+    }
+    let mut intr = Interruptible::begin();
+    loop {
+        let seen = e.snapshot(Dir::Read);
+        if ready_now(fd, libc::POLLIN) {
+            return true;
+        }
+        if let Some(restart) = intr.check() {
+            if !restart {
+                // SAFETY: as above; glibc sets this flag the same way.
+                unsafe { (*head).flags |= IO_ERR_SEEN };
+                crate::sys::set_errno(libc::EINTR);
+                return false;
+            }
+            intr = Interruptible::begin();
+        }
+        park_until_any_ready(&[(fd, Dir::Read, seen)], None);
+        if let Some(t) = current() {
+            crate::sched::identity::cancel_point(&t.ident);
+        }
+    }
+}
+
+macro_rules! input_hook {
+    ($name:ident ($($arg:ident : $ty:ty),*) -> $ret:ty, $file:expr, $failed:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            if !wait_input($file) {
+                return $failed;
+            }
+            // SAFETY: the caller's contract.
+            unsafe { real::$name($($arg),*) }
+        }
+    };
+}
+
+input_hook!(fgets(s: *mut c_char, n: c_int, f: *mut FILE) -> *mut c_char, f, std::ptr::null_mut());
+input_hook!(fgets_unlocked(s: *mut c_char, n: c_int, f: *mut FILE) -> *mut c_char, f, std::ptr::null_mut());
+input_hook!(fgetc(f: *mut FILE) -> c_int, f, libc::EOF);
+input_hook!(getc(f: *mut FILE) -> c_int, f, libc::EOF);
+#[allow(non_snake_case)]
+mod io_getc {
+    use super::*;
+    input_hook!(_IO_getc(f: *mut FILE) -> c_int, f, libc::EOF);
+}
+input_hook!(fgetc_unlocked(f: *mut FILE) -> c_int, f, libc::EOF);
+input_hook!(getc_unlocked(f: *mut FILE) -> c_int, f, libc::EOF);
+input_hook!(fread(p: *mut libc::c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t, f, 0);
+input_hook!(fread_unlocked(p: *mut libc::c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t, f, 0);
+input_hook!(getline(line: *mut *mut c_char, n: *mut size_t, f: *mut FILE) -> ssize_t, f, -1);
+input_hook!(getdelim(line: *mut *mut c_char, n: *mut size_t, delim: c_int, f: *mut FILE) -> ssize_t, f, -1);
+input_hook!(__getdelim(line: *mut *mut c_char, n: *mut size_t, delim: c_int, f: *mut FILE) -> ssize_t, f, -1);
+input_hook!(__uflow(f: *mut FILE) -> c_int, f, libc::EOF);
+input_hook!(__underflow(f: *mut FILE) -> c_int, f, libc::EOF);
+
+#[no_mangle]
+pub unsafe extern "C" fn getchar() -> c_int {
+    // SAFETY: glibc's stdin, read as the program's getchar reads it.
+    unsafe { fgetc(stdin) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn getchar_unlocked() -> c_int {
+    // SAFETY: as getchar.
+    unsafe { getc_unlocked(stdin) }
+}
