@@ -32,6 +32,12 @@ pub const MAX_FD: usize = CHUNK * CHUNKS;
 /// How often at most a parked call compares the file its fd names with
 /// the one registered (`FdEntry::same_file`).
 const FILE_CHECK_NS: u64 = 1_000_000;
+/// The same for a socket. A server's connection parks once per request:
+/// at 1,000 connections each socket parked every ~7 ms, so the 1 ms bound
+/// made it one fstat per request, 7-9% of threaded_http's req/s (136k to
+/// 125k, paired runs). A socket number is replaced behind corun's back by
+/// libc-internal code or raw system calls, not by programs waiting on it.
+const SOCKET_CHECK_NS: u64 = 200_000_000;
 
 /// The fd's kind is not known yet.
 pub const KIND_UNKNOWN: u8 = 0;
@@ -206,7 +212,7 @@ impl FdEntry {
     /// registration made for the old file, which the kernel dropped or
     /// which reports the old file's events: a wait on the new file would
     /// never wake. Compared by device and inode with one fstat, at most
-    /// once per `FILE_CHECK_NS` per fd: an fstat on every park cost 13% of
+    /// once per `FILE_CHECK_NS` per fd (`SOCKET_CHECK_NS` for a socket): an fstat on every park cost 13% of
     /// a pipe ping-pong's round trip (two parks), and an fd replaced
     /// behind corun's back within a millisecond of being waited on is not
     /// what programs do. Files of the anonymous-inode kind (eventfd...)
@@ -216,7 +222,12 @@ impl FdEntry {
             return true;
         }
         let now = crate::sys::now_ns();
-        if now.saturating_sub(self.file_checked.load(Ordering::Relaxed)) < FILE_CHECK_NS {
+        let every = if self.kind.load(Ordering::Relaxed) == KIND_SOCKET {
+            SOCKET_CHECK_NS
+        } else {
+            FILE_CHECK_NS
+        };
+        if now.saturating_sub(self.file_checked.load(Ordering::Relaxed)) < every {
             return true;
         }
         self.file_checked.store(now, Ordering::Relaxed);
