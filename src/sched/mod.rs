@@ -17,6 +17,7 @@
 pub mod blocking;
 pub mod chan;
 pub mod chan_queue;
+mod chan_select;
 pub mod confined;
 pub mod cosync;
 pub mod cpuclock;
