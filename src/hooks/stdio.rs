@@ -69,14 +69,15 @@ const IO_ERR_SEEN: c_int = 0x20;
 /// without SA_RESTART ran meanwhile (the FILE's error flag and errno are
 /// set as glibc sets them when its read fails with EINTR).
 fn wait_input(f: *mut FILE) -> bool {
-    if f.is_null() || !parking() {
+    if f.is_null() {
         return true;
     }
     let head = f as *mut FileHead;
     // SAFETY: a FILE the caller passed (its contract), read as glibc's
     // public layout; only our own thread reads its buffer pointers here.
-    if unsafe { (*head).read_ptr < (*head).read_end } {
-        return true; // buffered: the call will not read
+    // Asked first: a getc of a buffered character costs two loads.
+    if unsafe { (*head).read_ptr < (*head).read_end } || !parking() {
+        return true; // buffered (the call will not read), or not ours
     }
     // SAFETY: as above.
     let fd = unsafe { libc::fileno(f) };
