@@ -43,6 +43,12 @@ grep -qx "corun: CORUN_WORKRES is not a corun variable (ignored); did you mean C
 CORUN_STAL_MS=5 LD_PRELOAD="$LIB" /bin/true 2>"$TMPD/e" || fail "CORUN_STAL_MS: exit $?"
 grep -q "did you mean CORUN_STALL_MS?" "$TMPD/e" || fail "CORUN_STAL_MS: $(cat "$TMPD/e")"
 ok "misspelled names: $(cat "$TMPD/e")"
+# Said once per process tree: a shell under corun running three commands.
+CORUN_WORKRES=2 LD_PRELOAD="$LIB" /bin/sh -c '/bin/true; /bin/echo a; /bin/echo b' >"$TMPD/o" 2>"$TMPD/e" \
+    || fail "CORUN_WORKRES=2 sh -c: exit $?"
+[ "$(cat "$TMPD/o")" = "$(printf 'a\nb')" ] || fail "sh -c: output $(cat "$TMPD/o")"
+[ "$(grep -c CORUN_WORKRES "$TMPD/e")" = 1 ] || fail "sh -c: the warning is not said once: $(cat "$TMPD/e")"
+ok "misspelled name said once for a shell and its three children"
 out=$("$ROOT/scripts/corun" --workers 2 --stack-size 512k -- /bin/echo via-launcher)
 [ "$out" = via-launcher ] || fail "launcher: $out"
 set +e

@@ -44,6 +44,16 @@ fn main_stack_size(cfg: &Config) -> usize {
     native.max(cfg.stack_size)
 }
 
+/// Whether the parent process has corun loaded (so it has already said what
+/// is wrong with the environment it passed on).
+fn parent_runs_corun() -> bool {
+    // SAFETY: getppid has no preconditions.
+    let ppid = unsafe { libc::getppid() };
+    std::fs::read_to_string(format!("/proc/{ppid}/maps"))
+        .map(|m| m.contains("libcorun"))
+        .unwrap_or(false)
+}
+
 extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_char) -> c_int {
     let main: MainFn = {
         let p = REAL_MAIN.load(Ordering::Acquire);
@@ -61,8 +71,14 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
             unsafe { libc::_exit(2) }
         }
     };
-    for w in crate::config::unknown_names(std::env::vars_os().map(|(k, _)| k)) {
-        raw_stderr(format!("corun: {w}\n").as_bytes());
+    let unknown = crate::config::unknown_names(std::env::vars_os().map(|(k, _)| k));
+    // Said once per process tree: a child that inherited the environment
+    // from a parent running under corun (make's compilers, a shell's
+    // commands) would repeat the parent's warning in every process.
+    if !unknown.is_empty() && !parent_runs_corun() {
+        for w in unknown {
+            raw_stderr(format!("corun: {w}\n").as_bytes());
+        }
     }
     let stack = main_stack_size(&cfg);
     let dump_signal = cfg.dump_signal;
