@@ -1,18 +1,19 @@
 /*
  * stdio_pipe.c - stdio input on an empty pipe, in one thread, while a
  * ticker thread counts 1 ms sleeps: fgets, getline, fread, fgetc,
- * getc_unlocked (glibc's inline buffer, then __uflow) and getchar on
- * stdin, each waiting for a line another process writes 200 ms later.
+ * getc_unlocked (glibc's inline buffer, then __uflow), fscanf, vfscanf,
+ * and getchar and scanf on stdin, each waiting for a line another process writes 200 ms later.
  * Under corun (one worker) the ticker must keep running during each wait
  * (src/hooks/stdio.rs); glibc's stdio reads through its internal read,
  * which no hook sees. Then a SIGALRM handler without SA_RESTART ends an
- * fgets with EINTR and the FILE's error flag, as natively.
+ * fgets and an fscanf with EINTR and the FILE's error flag, as natively.
  * Prints one line per fact; scripts/tests/stdio_pipe.sh requires the same
  * lines natively and under corun.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,16 @@ static void ticked(const char *what, long before)
 static FILE *in;
 static int wfd;
 
+/* vfscanf, as a program's own scanf-like wrapper calls it. */
+static int scan_from(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vfscanf(f, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
 static void *reader(void *arg)
 {
     (void)arg;
@@ -100,6 +111,26 @@ static void *reader(void *arg)
     printf("getc_unlocked on an empty buffer: %c\n", c3);
     ticked("getc_unlocked", t0);
     reap(p);
+
+    int a = 0, b = 0;
+    double d = 0;
+    t0 = ticks;
+    p = later(wfd, "12 34 2.5\n");
+    int k = fscanf(in, "%d %d %lf", &a, &b, &d);
+    printf("fscanf: %d items: %d %d %.1f\n", k, a, b, d);
+    ticked("fscanf", t0);
+    reap(p);
+
+    t0 = ticks;
+    p = later(wfd, "77 w\n");
+    char w = 0;
+    k = scan_from(in, "%d %c", &a, &w);
+    printf("vfscanf after a newline left in the buffer: %d items: %d %c\n", k, a, w);
+    ticked("vfscanf", t0);
+    reap(p);
+    /* "%c" reads what is there (the newline) without waiting. */
+    k = fscanf(in, "%c", &w);
+    printf("fscanf %%c of a buffered newline: %d items, %s\n", k, w == '\n' ? "newline" : "other");
     return NULL;
 }
 
@@ -129,6 +160,14 @@ int main(void)
     ticked("getchar", t0);
     reap(p);
 
+    int v = 0;
+    t0 = ticks;
+    p = later(sp[1], "56\n");
+    int k = scanf("%d", &v);
+    printf("scanf: %d items: %d\n", k, v);
+    ticked("scanf", t0);
+    reap(p);
+
     /* A handler without SA_RESTART ends fgets with EINTR. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -140,6 +179,16 @@ int main(void)
     char *r = fgets(buf, sizeof buf, in);
     int e = errno;
     printf("fgets, SIGALRM handler: %s errno %s, ferror %s\n", r ? "a line" : "NULL", e == EINTR ? "EINTR" : "other",
+           ferror(in) ? "set" : "clear");
+
+    /* ... and fscanf: EOF, EINTR, the error flag. */
+    clearerr(in);
+    alarm(1);
+    errno = 0;
+    int x = 0;
+    k = fscanf(in, "%d", &x);
+    e = errno;
+    printf("fscanf, SIGALRM handler: %d errno %s, ferror %s\n", k, e == EINTR ? "EINTR" : "other",
            ferror(in) ? "set" : "clear");
     stop = 1;
     pthread_join(tk, NULL);

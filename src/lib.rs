@@ -26,3 +26,6 @@ pub mod hooks;
 #[cfg(test)]
 #[path = "hooks/path_memo.rs"]
 mod hooks_path_memo;
+#[cfg(test)]
+#[path = "hooks/scanf_format.rs"]
+mod hooks_scanf_format;

@@ -81,6 +81,7 @@ pub mod process;
 pub mod pthread;
 pub mod pthread_sync;
 pub mod rw;
+mod scanf_format;
 pub mod sendfile;
 pub mod sendrecv;
 pub mod sigaction;
@@ -91,6 +92,7 @@ pub mod sleep;
 pub mod socket;
 pub mod start;
 pub mod stdio;
+pub mod stdio_scanf;
 #[cfg(target_arch = "x86_64")]
 pub mod syscall;
 

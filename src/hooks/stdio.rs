@@ -54,6 +54,13 @@ extern "C" {
     static mut stdin: *mut FILE;
 }
 
+/// glibc's `stdin` as it is now (a program may assign it).
+pub(super) fn stdin_file() -> *mut FILE {
+    // SAFETY: reading glibc's exported pointer, as the program's own
+    // `getchar` does.
+    unsafe { stdin }
+}
+
 /// The head of glibc's `struct _IO_FILE` (bits/types/struct_FILE.h).
 #[repr(C)]
 struct FileHead {
@@ -62,13 +69,30 @@ struct FileHead {
     read_end: *mut c_char,
 }
 
+/// Whether the buffered bytes [ptr, end) are all white space (C locale).
+fn only_blanks(ptr: *mut c_char, end: *mut c_char) -> bool {
+    // SAFETY: [ptr, end) is the FILE's filled buffer (glibc's read
+    // pointers, ptr < end checked by the caller).
+    let buf =
+        unsafe { std::slice::from_raw_parts(ptr as *const u8, end.offset_from(ptr) as usize) };
+    buf.iter()
+        .all(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))
+}
+
 /// `_IO_ERR_SEEN`: what `ferror` reports.
 const IO_ERR_SEEN: c_int = 0x20;
 
 /// Waits, parked, until `f` has something to read. false: a handler
 /// without SA_RESTART ran meanwhile (the FILE's error flag and errno are
 /// set as glibc sets them when its read fails with EINTR).
-fn wait_input(f: *mut FILE) -> bool {
+pub(super) fn wait_input(f: *mut FILE) -> bool {
+    wait_input_beyond(f, false)
+}
+
+/// As `wait_input`; with `blanks_are_empty`, a buffer holding only white
+/// space counts as empty (a `scanf` conversion skips it and reads on: the
+/// newline a previous `scanf("%d")` left).
+pub(super) fn wait_input_beyond(f: *mut FILE, blanks_are_empty: bool) -> bool {
     if f.is_null() {
         return true;
     }
@@ -76,7 +100,8 @@ fn wait_input(f: *mut FILE) -> bool {
     // SAFETY: a FILE the caller passed (its contract), read as glibc's
     // public layout; only our own thread reads its buffer pointers here.
     // Asked first: a getc of a buffered character costs two loads.
-    if unsafe { (*head).read_ptr < (*head).read_end } || !parking() {
+    let (ptr, end) = unsafe { ((*head).read_ptr, (*head).read_end) };
+    if (ptr < end && !(blanks_are_empty && only_blanks(ptr, end))) || !parking() {
         return true; // buffered (the call will not read), or not ours
     }
     // SAFETY: as above.
@@ -144,11 +169,11 @@ input_hook!(__underflow(f: *mut FILE) -> c_int, f, libc::EOF);
 #[no_mangle]
 pub unsafe extern "C" fn getchar() -> c_int {
     // SAFETY: glibc's stdin, read as the program's getchar reads it.
-    unsafe { fgetc(stdin) }
+    unsafe { fgetc(stdin_file()) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn getchar_unlocked() -> c_int {
     // SAFETY: as getchar.
-    unsafe { getc_unlocked(stdin) }
+    unsafe { getc_unlocked(stdin_file()) }
 }
