@@ -82,6 +82,10 @@ $(BIN)/hooks_io_uring: c-tests/hooks_io_uring.c c-tests/transcript.h | $(BIN)
 		$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -luring; \
 	else echo "not building $@: no liburing.h (make deps installs liburing-dev)"; fi
 
+# OpenMP (GCC's libgomp, which comes with gcc).
+$(BIN)/omp_team: c-tests/omp_team.c | $(BIN)
+	$(CC) $(CFLAGS) -fopenmp $(LDFLAGS) -o $@ $< -pthread
+
 # The two HTTP servers share their request handling.
 $(BIN)/threaded_http $(BIN)/epoll_http: c-tests/http_common.h
 

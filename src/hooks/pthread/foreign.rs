@@ -9,9 +9,21 @@
 //! under corun (`go_cgo` test). Go already multiplexes goroutines onto few
 //! threads; its threads gain nothing from corun.
 //!
+//! GCC's OpenMP runtime (libgomp) is the other such runtime: its team
+//! threads wait at barriers and for work with inline `futex` system calls
+//! (its config/linux/x86/futex.h). With more team threads than workers,
+//! `#pragma omp parallel` hung under corun: the members asleep in the
+//! kernel held every worker, and the ones that would wake them never ran.
+//! A team thread does the program's computing, which a coroutine would
+//! only serialise.
+//!
 //! So `pthread_create` makes a kernel thread when the start routine lives
-//! in an object that carries Go's cgo runtime (it exports `x_cgo_init`:
-//! a program, or a `-buildmode=c-shared` library loaded by a C program).
+//! in an object that carries one of these runtimes: it defines one of
+//! `MARKERS` (Go's `x_cgo_init`: a program, or a `-buildmode=c-shared`
+//! library loaded by a C program; libgomp's `GOMP_parallel`). The
+//! thread that starts a team (often `main`, a coroutine) also waits in
+//! libgomp's own futex calls, holding its worker meanwhile; the team's
+//! members are kernel threads, so the team always finishes.
 //! The answer is kept per object (by its load address), for a few objects,
 //! and the last start routine asked about is remembered: a program that
 //! creates many threads pays one comparison per create.
@@ -19,6 +31,10 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+/// Symbols whose definition marks an object as a runtime that schedules
+/// its own threads.
+const MARKERS: [&std::ffi::CStr; 2] = [c"x_cgo_init", c"GOMP_parallel"];
 
 /// The last start routine asked about, and the answer (bit 0: foreign).
 static LAST: AtomicUsize = AtomicUsize::new(0);
@@ -56,22 +72,22 @@ fn cached_answer((base, name): (usize, *const libc::c_char)) -> bool {
     if let Some(&(_, f)) = objects.iter().find(|(b, _)| *b == base) {
         return f;
     }
-    let foreign = exports_cgo(base, name);
+    let foreign = MARKERS.iter().any(|m| defines(base, name, m));
     if objects.len() < 64 {
         objects.push((base, foreign));
     }
     foreign
 }
 
-/// Whether the object loaded at `base` (file `name`) defines Go's
-/// `x_cgo_init`: looked up in the global scope (the program and what it
-/// links), then in the object itself (a library dlopen'ed RTLD_LOCAL).
-fn exports_cgo(base: usize, name: *const libc::c_char) -> bool {
+/// Whether the object loaded at `base` (file `name`) defines `marker`:
+/// looked up in the global scope (the program and what it links), then in
+/// the object itself (a library dlopen'ed RTLD_LOCAL).
+fn defines(base: usize, name: *const libc::c_char, marker: &std::ffi::CStr) -> bool {
     let defined_here = |sym: *mut c_void| {
         !sym.is_null() && object_of(sym as usize).is_some_and(|(b, _)| b == base)
     };
     // SAFETY: dlsym reads the loader's symbol tables.
-    if defined_here(unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"x_cgo_init".as_ptr()) }) {
+    if defined_here(unsafe { libc::dlsym(libc::RTLD_DEFAULT, marker.as_ptr()) }) {
         return true;
     }
     // SAFETY: dladdr's name is NUL-terminated and owned by the loader.
@@ -85,7 +101,7 @@ fn exports_cgo(base: usize, name: *const libc::c_char) -> bool {
         if h.is_null() {
             return false;
         }
-        let found = defined_here(libc::dlsym(h, c"x_cgo_init".as_ptr()));
+        let found = defined_here(libc::dlsym(h, marker.as_ptr()));
         libc::dlclose(h);
         found
     }
