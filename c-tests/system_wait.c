@@ -1,0 +1,103 @@
+/*
+ * system_wait.c - system(3) from threads while a ticker thread counts 2 ms
+ * sleeps. glibc's system waits for the shell with its internal waitpid,
+ * which no hook sees: under corun it held its worker, and the ticker
+ * stopped (src/hooks/process/system.rs). Checks, natively and under
+ * corun alike: exit statuses (7, 127 for a missing command), the shell's
+ * signal mask and ignored set (the caller's blocked SIGUSR1 and ignored
+ * SIGPIPE, never SIGCHLD), a SIGINT sent to the caller during the call
+ * (ignored, as system does), two threads in system at once, and the
+ * ticker running during every wait. Prints one line per fact;
+ * scripts/tests/system_wait.sh requires the same lines natively and
+ * under corun.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile long ticks;
+static volatile int stop;
+
+static void *ticker(void *arg)
+{
+    (void)arg;
+    while (!stop) {
+        usleep(2000);
+        ticks++;
+    }
+    return NULL;
+}
+
+static void ticked(const char *what, long before)
+{
+    printf("%s: ticker ran during the wait: %s\n", what, ticks - before >= 3 ? "yes" : "NO");
+}
+
+static int statuses[6];
+
+static void *in_thread(void *arg)
+{
+    int n = (int)(long)arg;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "sleep 0.2; exit %d", n);
+    int st = system(cmd);
+    statuses[n] = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return NULL;
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    pthread_t tk;
+    pthread_create(&tk, NULL, ticker, NULL);
+    usleep(10000);
+
+    long t0 = ticks;
+    int st = system("sleep 0.3; exit 7");
+    printf("exit status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    ticked("system", t0);
+
+    st = system("exec /nonexistent/command 2>/dev/null");
+    printf("a command that is not there: %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+
+    printf("system(NULL) finds a shell: %s\n", system(NULL) ? "yes" : "no");
+
+    /* What the shell inherits: the caller's mask and ignored signals. */
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &s, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    fflush(stdout);
+    system("exec grep -E '^Sig(Blk|Ign)' /proc/self/status");
+    pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+    signal(SIGPIPE, SIG_DFL);
+
+    /* SIGINT to the caller while system runs: ignored. */
+    t0 = ticks;
+    st = system("kill -INT $PPID; sleep 0.1; echo after SIGINT");
+    printf("survived a SIGINT during system: status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    struct sigaction now;
+    sigaction(SIGINT, NULL, &now);
+    printf("SIGINT's action after: %s\n", now.sa_handler == SIG_DFL ? "default" : "other");
+
+    /* Two threads at once. */
+    t0 = ticks;
+    pthread_t a, b;
+    pthread_create(&a, NULL, in_thread, (void *)3L);
+    pthread_join(a, NULL);
+    pthread_create(&a, NULL, in_thread, (void *)4L);
+    pthread_create(&b, NULL, in_thread, (void *)5L);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    printf("threads' exit statuses: %d %d %d\n", statuses[3], statuses[4], statuses[5]);
+    ticked("threads in system", t0);
+
+    stop = 1;
+    pthread_join(tk, NULL);
+    return 0;
+}
