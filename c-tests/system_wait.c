@@ -1,13 +1,15 @@
 /*
- * system_wait.c - system(3) from threads while a ticker thread counts 2 ms
- * sleeps. glibc's system waits for the shell with its internal waitpid,
- * which no hook sees: under corun it held its worker, and the ticker
- * stopped (src/hooks/process/system.rs). Checks, natively and under
+ * system_wait.c - system(3) and pclose(3) from threads while a ticker
+ * thread counts 2 ms sleeps. glibc's system and pclose wait for the
+ * command with their internal waitpid, which no hook sees: under corun
+ * they held the worker, and the ticker stopped
+ * (src/hooks/process/system.rs, popen.rs). Checks, natively and under
  * corun alike: exit statuses (7, 127 for a missing command), the shell's
  * signal mask and ignored set (the caller's blocked SIGUSR1 and ignored
  * SIGPIPE, never SIGCHLD), a SIGINT sent to the caller during the call
  * (ignored, as system does), two threads in system at once, and the
- * ticker running during every wait. Prints one line per fact;
+ * ticker running during every wait; pclose of a "w" stream whose command
+ * reads to the end and then runs on, and of an "r" one, with statuses. Prints one line per fact;
  * scripts/tests/system_wait.sh requires the same lines natively and
  * under corun.
  */
@@ -96,6 +98,21 @@ int main(void)
     pthread_join(b, NULL);
     printf("threads' exit statuses: %d %d %d\n", statuses[3], statuses[4], statuses[5]);
     ticked("threads in system", t0);
+
+    /* pclose: the command sees the end of its input, then runs on. */
+    t0 = ticks;
+    FILE *p = popen("wc -c; sleep 0.3; exit 9", "w");
+    fputs("twelve bytes", p);
+    st = pclose(p);
+    printf("pclose of a \"w\" stream: status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    ticked("pclose w", t0);
+    t0 = ticks;
+    p = popen("echo from the command; sleep 0.3; exit 8", "r");
+    char line[64];
+    printf("read: %s", fgets(line, sizeof line, p) ? line : "nothing\n");
+    st = pclose(p);
+    printf("pclose of an \"r\" stream: status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    ticked("pclose r", t0);
 
     stop = 1;
     pthread_join(tk, NULL);

@@ -1,9 +1,10 @@
-//! `close`, `close_range`, `closefrom`, `fclose`, `pclose`, `dup`, `dup2`,
+//! `close`, `close_range`, `closefrom`, `fclose`, `dup`, `dup2`,
 //! `dup3`, `fcntl`, `fcntl64`, `ioctl`, `flock`, `pipe`, `pipe2`.
 //!
 //! These never block; corun interposes them to keep its per-fd knowledge
 //! true (docs/ARCHITECTURE.md §5.1): `close` (and the calls that close fds for the
-//! program: `close_range`, `closefrom`, stdio's `fclose`/`pclose`) wakes any
+//! program: `close_range`, `closefrom`, stdio's `fclose`, and `pclose` in
+//! `process/popen.rs`) wakes any
 //! coroutine parked on the fd (it fails with EBADF) and bumps the fd's
 //! generation so a stale epoll event cannot reach the next file of that
 //! number; the dup family copies what corun knew to the new fd and marks
@@ -60,7 +61,6 @@ pub(crate) mod next {
     use std::ffi::c_int;
     crate::sys::real::real_fns! {
         fn fclose(f: *mut libc::FILE) -> c_int;
-        fn pclose(f: *mut libc::FILE) -> c_int;
         fn freopen(path: *const libc::c_char, mode: *const libc::c_char, f: *mut libc::FILE) -> *mut libc::FILE;
         fn freopen64(path: *const libc::c_char, mode: *const libc::c_char, f: *mut libc::FILE) -> *mut libc::FILE;
     }
@@ -355,15 +355,4 @@ pub unsafe extern "C" fn freopen64(
 ) -> *mut libc::FILE {
     // SAFETY: the caller's freopen contract.
     unsafe { reopen(f, || next::freopen64(path, mode, f)) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pclose(f: *mut libc::FILE) -> c_int {
-    if !f.is_null() {
-        // SAFETY: the caller's pclose contract: `f` came from popen.
-        let fd = unsafe { libc::fileno(f) };
-        fdtable::forget(fd);
-    }
-    // SAFETY: the caller's pclose contract.
-    unsafe { next::pclose(f) }
 }
