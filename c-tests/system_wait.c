@@ -9,7 +9,9 @@
  * SIGPIPE, never SIGCHLD), a SIGINT sent to the caller during the call
  * (ignored, as system does), two threads in system at once, and the
  * ticker running during every wait; pclose of a "w" stream whose command
- * reads to the end and then runs on, and of an "r" one, with statuses. Prints one line per fact;
+ * reads to the end and then runs on, and of an "r" one, with statuses;
+ * wait3 for a child, and lockf(F_LOCK) on a file a child holds locked
+ * (both made by glibc through internal calls no hook sees). Prints one line per fact;
  * scripts/tests/system_wait.sh requires the same lines natively and
  * under corun.
  */
@@ -18,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,6 +117,41 @@ int main(void)
     st = pclose(p);
     printf("pclose of an \"r\" stream: status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     ticked("pclose r", t0);
+
+    /* wait3. */
+    t0 = ticks;
+    pid_t c = fork();
+    if (c == 0) {
+        usleep(300000);
+        _exit(6);
+    }
+    struct rusage ru;
+    pid_t w = wait3(&st, 0, &ru);
+    printf("wait3: the child %s, status %d\n", w == c ? "reaped" : "NOT reaped", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    ticked("wait3", t0);
+
+    /* lockf(F_LOCK) on a file a child holds locked for 300 ms. */
+    char path[] = "/tmp/system_wait.XXXXXX";
+    int fd = mkstemp(path);
+    unlink(path);
+    int sync[2];
+    if (fd < 0 || pipe(sync) != 0)
+        return 2;
+    c = fork();
+    if (c == 0) {
+        if (lockf(fd, F_LOCK, 0) != 0 || write(sync[1], "l", 1) != 1)
+            _exit(1);
+        usleep(300000);
+        _exit(0);
+    }
+    char ch;
+    if (read(sync[0], &ch, 1) != 1)
+        return 2;
+    t0 = ticks;
+    int lr = lockf(fd, F_LOCK, 0);
+    printf("lockf after the child let go: %d\n", lr);
+    ticked("lockf", t0);
+    waitpid(c, &st, 0);
 
     stop = 1;
     pthread_join(tk, NULL);

@@ -1,5 +1,6 @@
 //! `close`, `close_range`, `closefrom`, `fclose`, `dup`, `dup2`,
-//! `dup3`, `fcntl`, `fcntl64`, `ioctl`, `flock`, `pipe`, `pipe2`.
+//! `dup3`, `fcntl`, `fcntl64`, `ioctl`, `flock`, `lockf`, `lockf64`, `pipe`,
+//! `pipe2`.
 //!
 //! These never block; corun interposes them to keep its per-fd knowledge
 //! true (docs/ARCHITECTURE.md §5.1): `close` (and the calls that close fds for the
@@ -208,6 +209,40 @@ pub unsafe extern "C" fn flock(fd: c_int, op: c_int) -> c_int {
     }
     // SAFETY: plain integers.
     unsafe { real_flock::flock(fd, op) }
+}
+
+mod real_lockf {
+    use std::ffi::c_int;
+    crate::sys::real::real_fns! {
+        fn lockf(fd: c_int, cmd: c_int, len: libc::off_t) -> c_int;
+        fn lockf64(fd: c_int, cmd: c_int, len: libc::off64_t) -> c_int;
+    }
+}
+
+/// `lockf(F_LOCK)` waits as F_SETLKW does (glibc makes it one, with its
+/// internal fcntl, which the hook above never sees): on the pool.
+#[no_mangle]
+pub unsafe extern "C" fn lockf(fd: c_int, cmd: c_int, len: libc::off_t) -> c_int {
+    if cmd == libc::F_LOCK && crate::sched::in_coroutine() {
+        // SAFETY: plain integers.
+        return crate::sched::blocking::run_blocking(move || unsafe {
+            real_lockf::lockf(fd, cmd, len)
+        });
+    }
+    // SAFETY: plain integers.
+    unsafe { real_lockf::lockf(fd, cmd, len) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn lockf64(fd: c_int, cmd: c_int, len: libc::off64_t) -> c_int {
+    if cmd == libc::F_LOCK && crate::sched::in_coroutine() {
+        // SAFETY: plain integers.
+        return crate::sched::blocking::run_blocking(move || unsafe {
+            real_lockf::lockf64(fd, cmd, len)
+        });
+    }
+    // SAFETY: plain integers.
+    unsafe { real_lockf::lockf64(fd, cmd, len) }
 }
 
 #[no_mangle]

@@ -1,4 +1,4 @@
-//! `fork`, `vfork`, `waitpid`, `wait`, `wait4`, `waitid`, `posix_spawn`,
+//! `fork`, `vfork`, `waitpid`, `wait`, `wait3`, `wait4`, `waitid`, `posix_spawn`,
 //! `posix_spawnp`.
 //!
 //! A coroutine that forks gets a child whose runtime keeps only that
@@ -240,6 +240,17 @@ pub unsafe extern "C" fn waitid(
         }
     })
     .min(0)
+}
+
+/// glibc's `wait3` calls its internal `__wait4`, which no hook sees.
+#[no_mangle]
+pub unsafe extern "C" fn wait3(
+    status: *mut libc::c_int,
+    options: libc::c_int,
+    ru: *mut libc::rusage,
+) -> pid_t {
+    // SAFETY: wait3(s, o, r) is wait4(-1, s, o, r).
+    unsafe { wait4(-1, status, options, ru) }
 }
 
 #[no_mangle]
