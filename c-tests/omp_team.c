@@ -2,7 +2,8 @@
  * omp_team.c - an OpenMP program (GCC's libgomp) with more team threads
  * than corun has workers: a parallel reduction, 2,000 regions each with a
  * barrier, a task tree and a critical section, from main and then from a
- * pthread. libgomp's team threads wait with inline futex system calls no
+ * pthread, and a region whose starter waits 300 ms for the others.
+ * libgomp's team threads wait with inline futex system calls no
  * hook sees; as coroutines they held every worker and the program hung
  * (src/hooks/pthread/foreign.rs keeps them kernel threads). Prints one
  * line per result; scripts/tests/omp_team.sh requires the same lines
@@ -11,6 +12,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 
 static long fib(int n)
 {
@@ -60,6 +62,19 @@ static void *team_work(void *arg)
         size = omp_get_num_threads();
     }
     printf("%s: critical sections %d of a team of %d\n", who, counted, size);
+
+    /* The thread that started the team waits 300 ms for the others at the
+       region's end, asleep in libgomp's futex: no stall to report. */
+    int late = 0;
+#pragma omp parallel num_threads(3)
+    {
+        if (omp_get_thread_num() != 0) {
+            usleep(300000);
+#pragma omp atomic
+            late++;
+        }
+    }
+    printf("%s: members that finished late %d\n", who, late);
     return NULL;
 }
 

@@ -88,6 +88,7 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
         // SAFETY: as above.
         unsafe { libc::_exit(2) }
     }
+    sched::watchdog::set_foreign_code(super::pthread::foreign::is_foreign_code);
     crate::hooks::sigdeliver::install();
     crate::hooks::pthread_sync::warm_up();
     if dump_signal != 0 {

@@ -31,18 +31,53 @@
 //! so new connections are not stuck behind it. Tasks that have run stay:
 //! they are pinned to their thread for life.
 //!
+//! A worker asleep in a runtime that schedules itself (libgomp's barrier:
+//! the hooks leave its inline futex alone, `hooks/pthread/foreign.rs`) is
+//! waiting as designed, not in a wait corun missed: not reported. The
+//! hooks say which code that is (`set_foreign_code`); the watchdog reads
+//! where the thread sleeps from /proc/self/task/TID/syscall.
+//!
 //! The thread starts with the first spawned coroutine (a program that never
 //! spawns pays nothing) and never touches worker-local state. While the
 //! process has one live coroutine, it blocks in the program's own calls
 //! (`sched::parking`) with nobody waiting behind it: no report then.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::runtime::Runtime;
 use super::worker::Worker;
 use crate::sys::{now_ns, raw_stderr};
 
 static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// `fn(pc) -> bool`: whether code at pc belongs to a runtime that
+/// schedules itself (0: none known).
+static FOREIGN_CODE: AtomicUsize = AtomicUsize::new(0);
+
+/// Tells the watchdog how to recognise the code of runtimes that
+/// schedule themselves (a sleep there is theirs, not a missed wait).
+pub fn set_foreign_code(f: fn(usize) -> bool) {
+    FOREIGN_CODE.store(f as usize, Ordering::Release);
+}
+
+/// Whether the worker's thread sleeps in a system call made by such code.
+fn asleep_in_foreign_code(tid: i32) -> bool {
+    let f = FOREIGN_CODE.load(Ordering::Acquire);
+    if f == 0 {
+        return false;
+    }
+    // SAFETY: only `set_foreign_code` stores here, a `fn(usize) -> bool`.
+    let f: fn(usize) -> bool = unsafe { std::mem::transmute::<usize, fn(usize) -> bool>(f) };
+    // "nr arg1 .. arg6 sp pc" while in a system call.
+    let Ok(line) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
+        return false;
+    };
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    if fields.len() != 9 {
+        return false;
+    }
+    usize::from_str_radix(fields[8].trim_start_matches("0x"), 16).is_ok_and(f)
+}
 
 /// Starts the watchdog thread once, unless CORUN_STALL_MS=0.
 pub fn ensure_started(rt: &'static Runtime) {
@@ -179,7 +214,7 @@ fn blocked_in_kernel(w: &Worker) -> bool {
     let Some(close) = stat.iter().rposition(|&c| c == b')') else {
         return false;
     };
-    matches!(stat.get(close + 2), Some(b'S' | b'D'))
+    matches!(stat.get(close + 2), Some(b'S' | b'D')) && !asleep_in_foreign_code(tid)
 }
 
 fn report(w: &Worker, id: u64, held_ns: u64) {

@@ -55,6 +55,12 @@ pub(super) fn schedules_itself(start: usize) -> bool {
     foreign
 }
 
+/// Whether code at `pc` belongs to a runtime that schedules itself (the
+/// watchdog asks where a sleeping worker sleeps).
+pub(crate) fn is_foreign_code(pc: usize) -> bool {
+    object_of(pc).is_some_and(cached_answer)
+}
+
 /// The load address and file name of the object holding `addr`.
 fn object_of(addr: usize) -> Option<(usize, *const libc::c_char)> {
     // SAFETY: a zeroed Dl_info is a valid out-buffer; dladdr only reads

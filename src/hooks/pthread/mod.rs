@@ -296,7 +296,7 @@ fn process_name() -> [u8; NAME_LEN] {
 }
 
 mod create;
-mod foreign;
+pub(crate) mod foreign;
 mod info;
 mod join;
 mod keys;
