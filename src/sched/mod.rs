@@ -145,6 +145,10 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
             return Err(JoinError::Claimed);
         }
         j.claimed = true;
+        // Ended already: no park, no second look.
+        if j.done {
+            return Ok(j.result);
+        }
     }
     if in_coroutine() {
         spawn::take_for_join(t);

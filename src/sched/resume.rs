@@ -74,7 +74,7 @@ impl Worker {
                     Some(Entry::Rust(f)) => f(),
                     None => std::ptr::null_mut(),
                 };
-                fdtable::lock(&task.join).result = r as usize;
+                task.result.set(r as usize);
             }));
         }
         let co = coro.as_mut().expect("coroutine just made");
@@ -140,9 +140,7 @@ impl Worker {
         let joiner = {
             let mut j = fdtable::lock(&t.join);
             j.done = true;
-            if failed {
-                j.result = 0;
-            }
+            j.result = if failed { 0 } else { t.result.get() };
             j.joiner.take()
         };
         if let Some(w) = joiner {
