@@ -88,7 +88,7 @@ impl Worker {
         if let Some(t) = self.local.run_queue.borrow_mut().pop() {
             return Some(t);
         }
-        if !self.inbox.is_empty() {
+        if self.has_remote() {
             self.drain_inbox();
             if let Some(t) = self.local.run_queue.borrow_mut().pop() {
                 return Some(t);
@@ -122,12 +122,12 @@ impl Worker {
     /// Moves up to 256 tasks woken from other threads to the back of the
     /// local run queue.
     fn drain_inbox(&self) {
-        if self.inbox.is_empty() {
+        if !self.has_remote() {
             return;
         }
         let mut rq = self.local.run_queue.borrow_mut();
         for _ in 0..256 {
-            match steal_one(&self.inbox) {
+            match self.take_remote() {
                 Some(t) => rq.push(t),
                 None => break,
             }
