@@ -475,7 +475,7 @@ pub fn exit_current(result: usize) -> ! {
         // SAFETY: abort never returns.
         unsafe { libc::abort() }
     };
-    task.result.set(result);
+    task.result.store(result, Relaxed);
     task.exiting.set(true);
     set_current(std::ptr::null());
     let y = task.yielder.get();
