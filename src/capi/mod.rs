@@ -22,7 +22,12 @@ use std::sync::Mutex;
 use crate::sched::{self, fdtable::lock, Entry, JoinError, TaskRef};
 use crate::sys::set_errno;
 
-/// Task ids are unique: hash them as themselves.
+/// Task ids are unique: a shard's ids (`id % SHARDS` the same) hash to
+/// their rank in the shard, so the ids spawned (and joined) one after the
+/// other sit in neighbouring buckets: four to a cache line, not one line
+/// each (100,000 coroutines spawned, then joined, missed the cache at
+/// every insert and every take). The top seven bits, which the table
+/// compares before the key, come from a multiplicative hash.
 #[derive(Default)]
 struct IdHasher(u64);
 
@@ -34,7 +39,8 @@ impl Hasher for IdHasher {
         unreachable!("only u64 keys")
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        const TOP7: u64 = 0x7F << 57;
+        self.0 = (v / SHARDS as u64) & !TOP7 | v.wrapping_mul(0x9E37_79B9_7F4A_7C15) & TOP7;
     }
 }
 

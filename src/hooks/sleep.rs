@@ -23,7 +23,7 @@ use std::ffi::{c_int, c_uint};
 use libc::{timespec, useconds_t};
 
 use crate::sched::signals::Interruptible;
-use crate::sched::{current, park_cancelable, parking, token, yield_now};
+use crate::sched::{current, park_cancelable, parking, token, yield_now, Woken};
 use crate::sys::{now_ns, ns_timespec, real, set_errno, timespec_ns};
 
 /// How a sleep ended.
@@ -43,10 +43,14 @@ pub(crate) fn park_for(ns: u64) -> Slept {
         yield_now();
         return Slept::Done;
     }
-    let deadline = now_ns().saturating_add(ns);
+    // One clock read per sleep and one per early wake: the first look uses
+    // the time the deadline was computed from, and a park that ended
+    // because its timer fired is past the deadline already (a timer fires
+    // only once the clock read at the poll reached it).
+    let mut now = now_ns();
+    let deadline = now.saturating_add(ns);
     let intr = Interruptible::begin();
     loop {
-        let now = now_ns();
         if intr.check().is_some() {
             return Slept::Interrupted(deadline.saturating_sub(now));
         }
@@ -57,10 +61,15 @@ pub(crate) fn park_for(ns: u64) -> Slept {
             return Slept::Cancelled(deadline.saturating_sub(now));
         }
         crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Timer, deadline);
-        park_cancelable(|_| true, Some(deadline));
+        let woken = park_cancelable(|_| true, Some(deadline));
         if let Some(t) = current() {
             crate::sched::identity::cancel_point(&t.ident);
         }
+        now = if woken == Woken::TimedOut {
+            deadline
+        } else {
+            now_ns()
+        };
     }
 }
 

@@ -90,7 +90,7 @@ fn reset_worker(w: &'static Worker) {
     while let Some(t) = w.local.fresh.pop() {
         drop_all(t);
     }
-    while let Some(t) = steal_one(&w.inbox) {
+    while let Some(t) = w.take_remote() {
         drop_all(t);
     }
     while let Some(t) = steal_one(&w.placed) {

@@ -139,52 +139,85 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
     if current_id() == t.id {
         return Err(JoinError::Deadlock);
     }
+    if in_coroutine() {
+        return join_parked(t);
+    }
     {
         let mut j = fdtable::lock(&t.join);
         if j.claimed {
             return Err(JoinError::Claimed);
         }
         j.claimed = true;
-    }
-    if in_coroutine() {
-        spawn::take_for_join(t);
+        // Ended already: no park, no second look.
+        if j.done {
+            return Ok(j.result);
+        }
     }
     loop {
-        if in_coroutine() {
-            waitdesc::describe(waitdesc::Cause::Join, t.id);
-            park_cancelable(
-                |w| {
-                    let mut j = fdtable::lock(&t.join);
-                    if j.done {
-                        return false;
-                    }
-                    j.joiner = Some(w);
-                    true
-                },
-                None,
-            );
-            if current().is_some_and(|me| me.ident.cancel_due()) {
-                let mut j = fdtable::lock(&t.join);
-                if !j.done {
-                    j.claimed = false;
-                    j.joiner = None;
-                    return Err(JoinError::Cancelled);
-                }
+        let p = ThreadParker::new();
+        {
+            let mut j = fdtable::lock(&t.join);
+            if !j.done {
+                j.joiner = Some(Waiter::Thread(p.clone()));
             }
-        } else {
-            let p = ThreadParker::new();
-            {
-                let mut j = fdtable::lock(&t.join);
-                if !j.done {
-                    j.joiner = Some(Waiter::Thread(p.clone()));
-                }
-            }
-            if !fdtable::lock(&t.join).done {
-                p.park(None);
-            }
+        }
+        if !fdtable::lock(&t.join).done {
+            p.park(None);
         }
         let j = fdtable::lock(&t.join);
         if j.done {
+            return Ok(j.result);
+        }
+    }
+}
+
+/// `join` from a coroutine: one lock of `t.join` claims the join, finds
+/// the task ended or leaves the waiter, and a wake-up reads the result
+/// the task left before it was marked DONE (no second lock): a spawn and
+/// join in a loop took the lock three times per join.
+fn join_parked(t: &TaskRef) -> Result<usize, JoinError> {
+    let mut first = true;
+    loop {
+        let mut answer = None;
+        waitdesc::describe(waitdesc::Cause::Join, t.id);
+        park_cancelable(
+            |w| {
+                let mut j = fdtable::lock(&t.join);
+                if first {
+                    if j.claimed {
+                        answer = Some(Err(JoinError::Claimed));
+                        return false;
+                    }
+                    j.claimed = true;
+                }
+                if j.done {
+                    answer = Some(Ok(j.result));
+                    return false;
+                }
+                j.joiner = Some(w);
+                drop(j);
+                if first {
+                    // A child that has not run yet runs here, next.
+                    spawn::take_for_join(t);
+                }
+                true
+            },
+            None,
+        );
+        if let Some(a) = answer {
+            return a;
+        }
+        first = false;
+        if t.state() == task::DONE {
+            return Ok(t.result.load(std::sync::atomic::Ordering::Relaxed));
+        }
+        if current().is_some_and(|me| me.ident.cancel_due()) {
+            let mut j = fdtable::lock(&t.join);
+            if !j.done {
+                j.claimed = false;
+                j.joiner = None;
+                return Err(JoinError::Cancelled);
+            }
             return Ok(j.result);
         }
     }

@@ -127,15 +127,18 @@ pub fn current() -> Option<&'static Task> {
 
 /// A counted reference to the running task.
 pub fn current_ref() -> Option<TaskRef> {
-    let p = current_task_ptr();
-    if p.is_null() {
-        return None;
-    }
+    current().map(counted)
+}
+
+/// A counted reference to `t`, the running task (or one the scheduler
+/// otherwise holds a count of).
+fn counted(t: &Task) -> TaskRef {
+    let p: *const Task = t;
     // SAFETY: `p` came from Arc::as_ptr of a TaskRef the scheduler holds
     // while the task runs; adding a count and rebuilding an Arc is sound.
     unsafe {
         Arc::increment_strong_count(p);
-        Some(Arc::from_raw(p))
+        Arc::from_raw(p)
     }
 }
 
@@ -191,7 +194,11 @@ fn park_described(
     register: impl FnOnce(Waiter) -> bool,
     deadline: Option<u64>,
 ) -> Woken {
-    let task = current_ref().expect("park outside a coroutine");
+    // Borrowed, not counted: the scheduler holds a count while the task
+    // runs, and every park suspends inside it. Only the waiters left
+    // behind hold counts of their own (two locked increments and a
+    // decrement fewer per park than a counted copy here).
+    let task: &Task = current().expect("park outside a coroutine");
     let token_point = task.ident.token_point.replace(false);
     // The park token first, then announce, then check: `pthread_cancel`
     // sets its request, then looks at the flag and wakes the park token it
@@ -219,11 +226,11 @@ fn park_described(
             return Woken::NotParked;
         }
     }
-    let tp = Arc::as_ptr(&task);
+    let tp: *const Task = task;
     set_current(std::ptr::null());
     let worker = current_worker().expect("coroutines run on workers");
     if !register(Waiter::Task {
-        task: task.clone(),
+        task: counted(task),
         token,
     }) {
         super::stats::not_parked(worker.index);
@@ -234,7 +241,7 @@ fn park_described(
         worker.timers().borrow_mut().insert(
             d,
             Waiter::Task {
-                task: task.clone(),
+                task: counted(task),
                 token,
             },
         )
@@ -243,10 +250,10 @@ fn park_described(
     // ran just before the park of an interruptible call) ends the park at
     // once; a later one finds the park registered and answers it.
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-    let early = super::signals::must_not_sleep(&task);
+    let early = super::signals::must_not_sleep(task);
     if !early {
         super::stats::parked(worker.index, task.wait.parking());
-        suspend(&task);
+        suspend(task);
     }
     set_current(std::ptr::null());
     let woken = match timer {
@@ -263,7 +270,7 @@ fn park_described(
     }
     // Handlers run here, in the coroutine, after the park's own state is
     // cleaned up (a handler may leave by longjmp).
-    if super::signals::run_pending(&task) || early {
+    if super::signals::run_pending(task) || early {
         return Woken::Signal;
     }
     woken
@@ -279,11 +286,10 @@ fn cancel_point_after_park() {
     }
 }
 
-/// Acts on the running task's due cancellation; never returns. The count
-/// this frame holds is given back first: the unwinding abandons the frame.
+/// Acts on the running task's due cancellation; never returns (the
+/// unwinding abandons the frame, which holds no count of the task).
 #[cold]
-fn cancel_now(task: TaskRef) -> ! {
-    drop(task);
+fn cancel_now(_task: &Task) -> ! {
     if let Some(t) = current() {
         super::identity::cancel_point(&t.ident);
     }
@@ -469,7 +475,7 @@ pub fn exit_current(result: usize) -> ! {
         // SAFETY: abort never returns.
         unsafe { libc::abort() }
     };
-    fdtable::lock(&task.join).result = result;
+    task.result.store(result, Relaxed);
     task.exiting.set(true);
     set_current(std::ptr::null());
     let y = task.yielder.get();

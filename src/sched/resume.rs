@@ -74,7 +74,7 @@ impl Worker {
                     Some(Entry::Rust(f)) => f(),
                     None => std::ptr::null_mut(),
                 };
-                fdtable::lock(&task.join).result = r as usize;
+                task.result.store(r as usize, Ordering::Relaxed);
             }));
         }
         let co = coro.as_mut().expect("coroutine just made");
@@ -135,14 +135,20 @@ impl Worker {
         if let Some(c) = unsafe { (*t.coro.get()).take() } {
             self.put_stack(c.into_stack());
         }
+        if failed {
+            t.result.store(0, Ordering::Relaxed);
+        }
+        // Publishes `result` to joiners that look at the state (`join`).
         t.set_done();
         self.load.fetch_sub(1, Ordering::Relaxed);
         let joiner = {
             let mut j = fdtable::lock(&t.join);
             j.done = true;
-            if failed {
-                j.result = 0;
-            }
+            j.result = if failed {
+                0
+            } else {
+                t.result.load(Ordering::Relaxed)
+            };
             j.joiner.take()
         };
         if let Some(w) = joiner {

@@ -155,7 +155,8 @@ pub fn task_ended(t: &Task) {
     if unregister(t) && sigmask::count_out(t.ident.sig.counted.load(Ordering::SeqCst)) {
         mask_changed();
     }
-    if t.ident.pending.swap(0, Ordering::SeqCst) != 0 {
+    if t.ident.pending.load(Ordering::SeqCst) != 0 && t.ident.pending.swap(0, Ordering::SeqCst) != 0
+    {
         siginfo::forget(t.id);
     }
 }

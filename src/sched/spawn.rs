@@ -51,7 +51,7 @@ pub fn schedule(t: TaskRef) {
         return;
     }
     let w = rt.workers[home];
-    w.inbox.push(t);
+    w.push_remote(t);
     w.notify();
 }
 

@@ -9,6 +9,12 @@
 //! spawner kept mapping slabs and the runner kept releasing pages (2
 //! madvise per cross-worker spawn+join, seen by strace).
 //!
+//! Stacks cross between the levels `BATCH` at a time, one lock for all: a
+//! spawner on one worker whose coroutines end on another (100,000 sleepers
+//! with 2 workers) took the shared lock at every spawn and the other
+//! worker at every end, and the lock's line (and its futex, contended)
+//! went back and forth between the CPUs.
+//!
 //! An idle worker returns the pages of the shared pool's idle stacks, a
 //! batch at a time (`scavenge_when_idle`), once the pool has seen no
 //! traffic for `SCAVENGE_AFTER_NS`: a program that spawns bursts of
@@ -31,6 +37,8 @@ static SHARED_STACKS: std::sync::Mutex<StackPool> = std::sync::Mutex::new(StackP
 static SHARED_STACKS_BROKEN: AtomicBool = AtomicBool::new(false);
 /// Idle stacks of a size a worker keeps for itself.
 const LOCAL_STACKS: usize = crate::ctx::stack::HOT;
+/// Stacks moved at once between a worker's pool and the shared one.
+const BATCH: usize = LOCAL_STACKS / 2;
 /// Idle stacks released per idle moment, and the pause between batches.
 const SCAVENGE_BATCH: usize = 256;
 const SCAVENGE_PAUSE_NS: u64 = 5_000_000;
@@ -100,26 +108,43 @@ pub(super) fn scavenge_when_idle(timeout: Option<u64>) -> Option<u64> {
 }
 
 impl Worker {
-    /// A stack: this worker's idle ones first, then the shared pool.
+    /// A stack: this worker's idle ones first, then the shared pool (with
+    /// up to BATCH - 1 more idle ones for the next spawns here).
     pub(super) fn get_stack(&self, size: usize) -> std::io::Result<GuardedStack> {
-        if let Some(s) = self.local.stacks.borrow_mut().take_idle(size) {
+        let mut local = self.local.stacks.borrow_mut();
+        if let Some(s) = local.take_idle(size) {
             return Ok(s);
         }
-        shared_stack(size)
+        if SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
+            return shared_stack(size);
+        }
+        let mut pool = shared();
+        let s = pool.get(size)?;
+        for _ in 1..BATCH {
+            match pool.take_idle(size) {
+                Some(more) => local.put(more),
+                None => break,
+            }
+        }
+        Ok(s)
     }
 
     /// Gives a finished coroutine's stack back: kept here up to
-    /// LOCAL_STACKS of its size, else to the shared pool.
+    /// LOCAL_STACKS of its size; past that, BATCH of them go to the
+    /// shared pool.
     pub(super) fn put_stack(&self, s: GuardedStack) {
-        {
-            let mut local = self.local.stacks.borrow_mut();
-            if local.idle(s.usable_size()) < LOCAL_STACKS
-                || SHARED_STACKS_BROKEN.load(Ordering::Relaxed)
-            {
-                local.put(s);
-                return;
+        let size = s.usable_size();
+        let mut local = self.local.stacks.borrow_mut();
+        local.put(s);
+        if local.idle(size) <= LOCAL_STACKS || SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut pool = shared();
+        for _ in 0..BATCH {
+            match local.take_idle(size) {
+                Some(s) => pool.put(s),
+                None => break,
             }
         }
-        shared().put(s);
     }
 }

@@ -111,6 +111,11 @@ pub struct Task {
     pub(super) exiting: Cell<bool>,
     /// Suspended by a yield: the scheduler requeues it at the back.
     pub(super) yielding: Cell<bool>,
+    /// What the start routine returned (or `pthread_exit` gave), stored by
+    /// the task itself before it ends: `finish` copies it into `join`, and
+    /// a joiner that sees the task DONE (its state is published with
+    /// Release after this store) reads it here without the lock.
+    pub(super) result: AtomicUsize,
     pub join: Mutex<JoinState>,
     /// Data owned by the hooks layer (pthread keys, name...): touched only
     /// by the task itself, on its home worker.
@@ -129,7 +134,7 @@ pub struct Task {
 }
 
 // SAFETY: the fields that are not thread-safe (`entry`, `coro`, `yielder`,
-// `exiting`, `ext`) are only touched by the task's home worker thread: before
+// `exiting`, `yielding`, `ext`) are only touched by the task's home worker thread: before
 // the first run by whoever holds it in a queue (exclusively), afterwards by
 // the home worker only, which never changes (docs/ARCHITECTURE.md §5.2). Everything
 // other threads use is atomic or behind a Mutex.
@@ -165,6 +170,7 @@ impl Task {
             yielder: Cell::new(std::ptr::null()),
             exiting: Cell::new(false),
             yielding: Cell::new(false),
+            result: AtomicUsize::new(0),
             join: Mutex::new(JoinState::default()),
             ext: UnsafeCell::new(None),
             start_addr,

@@ -18,7 +18,11 @@
 //!   errno or other thread-local data across a call (docs/ARCHITECTURE.md §5.2).
 //! - `inbox`: tasks of this worker made runnable by other threads (a
 //!   netpoller of another worker, a mutex unlocked elsewhere). The owner
-//!   moves them to `run_queue`.
+//!   moves them to `run_queue`. The first such task waits in `handoff`, a
+//!   single slot, and only the next ones in the injector: a wake-up across
+//!   workers (a channel ping-pong, a join) then moves one cache line from
+//!   the waker to the worker that watches it, not the injector's tail,
+//!   block and slot (`push_remote`, `take_remote`).
 //!
 //! Sleeping and waking follow the announce-then-recheck protocol: an idle
 //! worker sets `sleeping`, re-checks its shared queues, and only then blocks
@@ -32,7 +36,8 @@
 //! stack pool each have a file of their own (docs/ARCHITECTURE.md §4).
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crossbeam_deque::{Injector, Stealer, Worker as Deque};
 
@@ -48,7 +53,10 @@ use super::waiter::Waiter;
 
 pub struct Worker {
     pub index: usize,
-    pub(super) inbox: Injector<TaskRef>,
+    inbox: Injector<TaskRef>,
+    /// One task woken from another thread (`Arc::into_raw`, null: empty),
+    /// ahead of `inbox`.
+    handoff: AtomicPtr<Task>,
     pub(super) placed: Injector<TaskRef>,
     pub(super) fresh_stealer: Stealer<TaskRef>,
     pub(super) sleeping: AtomicBool,
@@ -144,6 +152,7 @@ impl Worker {
         let w = Box::new(Worker {
             index,
             inbox: Injector::new(),
+            handoff: AtomicPtr::new(std::ptr::null_mut()),
             placed: Injector::new(),
             fresh_stealer: fresh.stealer(),
             sleeping: AtomicBool::new(false),
@@ -186,7 +195,7 @@ impl Worker {
     }
 
     pub(super) fn has_shared_work(&self, rt: &Runtime) -> bool {
-        !self.inbox.is_empty()
+        self.has_remote()
             || !self.placed.is_empty()
             || !rt.global.is_empty()
             || super::sigdispatch::tick_needed(&self.sig_epoch)
@@ -208,11 +217,49 @@ impl Worker {
         self.local.run_queue.borrow_mut().push(t);
     }
 
+    /// Queues a task of this worker made runnable by another thread (any
+    /// thread; the caller then calls `notify`): in the hand-off slot if it
+    /// is free, else in the inbox.
+    pub(super) fn push_remote(&self, t: TaskRef) {
+        let p = Arc::into_raw(t) as *mut Task;
+        match self.handoff.compare_exchange(
+            std::ptr::null_mut(),
+            p,
+            Ordering::SeqCst,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {}
+            // SAFETY: `p` came from `Arc::into_raw` just above and was not
+            // stored: this takes its count back.
+            Err(_) => self.inbox.push(unsafe { Arc::from_raw(p) }),
+        }
+    }
+
+    /// Whether a task woken from another thread waits here.
+    #[inline]
+    pub(super) fn has_remote(&self) -> bool {
+        !self.handoff.load(Ordering::SeqCst).is_null() || !self.inbox.is_empty()
+    }
+
+    /// A task woken from another thread: the hand-off slot first, then the
+    /// inbox (any thread may call it; the owner, or a forked child's reset).
+    pub(super) fn take_remote(&self) -> Option<TaskRef> {
+        if !self.handoff.load(Ordering::Relaxed).is_null() {
+            let p = self.handoff.swap(std::ptr::null_mut(), Ordering::SeqCst);
+            if !p.is_null() {
+                // SAFETY: a non-null slot holds a count given up by
+                // `Arc::into_raw` in `push_remote`; the swap took it.
+                return Some(unsafe { Arc::from_raw(p) });
+            }
+        }
+        steal_one(&self.inbox)
+    }
+
     /// Whether anything else could run here now (for a yield).
     pub fn has_other_work(&self) -> bool {
         !self.local.run_queue.borrow().is_empty()
             || !self.local.fresh.is_empty()
-            || !self.inbox.is_empty()
+            || self.has_remote()
             || !self.placed.is_empty()
     }
 

@@ -85,15 +85,21 @@ pub fn ns_timespec(ns: u64) -> libc::timespec {
     }
 }
 
-/// Page size of the machine.
+/// Page size of the machine (asked once: every spawn rounds its stack
+/// size with it, and sysconf was 1% of a spawn and join).
+#[inline]
 pub fn page_size() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static PAGE: AtomicUsize = AtomicUsize::new(0);
+    let p = PAGE.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
+    let p = if p > 0 { p as usize } else { 4096 };
+    PAGE.store(p, Ordering::Relaxed);
+    p
 }
 
 /// Number of CPUs this process may run on.
