@@ -122,10 +122,21 @@ mod tests {
         c.suspended();
         assert_eq!(c.read(true), 0, "untracked: nothing kept");
         c.track(true);
+        // Spins for `ms` of this thread's own CPU time (not wall time: on
+        // a loaded machine 10 ms of wall time may hold 1 ms of CPU).
+        let thread_cpu_ns = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: a valid clock id and out-pointer.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
         let spin = |ms: u64| {
-            let t0 = std::time::Instant::now();
+            let t0 = thread_cpu_ns();
             let mut x = 0u64;
-            while t0.elapsed().as_millis() < ms as u128 {
+            while thread_cpu_ns() - t0 < ms * 1_000_000 {
                 x = std::hint::black_box(x + 1);
             }
         };
