@@ -26,6 +26,7 @@ pub mod dump;
 pub mod fdkeep;
 pub mod fdtable;
 pub mod fork;
+pub mod fork_injector;
 pub mod identity;
 pub mod netpoller;
 pub mod park;

@@ -40,6 +40,7 @@ use crate::ctx::{overflow, tls, StackPool};
 use crate::sys::epoll::{Epoll, EventFd};
 
 use super::fdtable;
+use super::fork_injector::ForkInjector;
 use super::run_queue::RunQueue;
 use super::runtime::Runtime;
 use super::task::{Task, TaskRef};
@@ -48,8 +49,8 @@ use super::waiter::Waiter;
 
 pub struct Worker {
     pub index: usize,
-    pub(super) inbox: Injector<TaskRef>,
-    pub(super) placed: Injector<TaskRef>,
+    pub(super) inbox: ForkInjector,
+    pub(super) placed: ForkInjector,
     pub(super) fresh_stealer: Stealer<TaskRef>,
     pub(super) sleeping: AtomicBool,
     pub(super) wake: EventFd,
@@ -143,8 +144,8 @@ impl Worker {
         let epoll = super::netpoller::new_epoll(&wake)?;
         let w = Box::new(Worker {
             index,
-            inbox: Injector::new(),
-            placed: Injector::new(),
+            inbox: ForkInjector::new(),
+            placed: ForkInjector::new(),
             fresh_stealer: fresh.stealer(),
             sleeping: AtomicBool::new(false),
             wake,
