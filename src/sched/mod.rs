@@ -40,6 +40,7 @@ pub mod sigdispatch;
 pub mod siginfo;
 pub mod sigmask;
 pub mod signals;
+pub mod slice;
 pub mod spawn;
 pub mod stack_pool;
 pub mod startname;
