@@ -19,7 +19,7 @@
 //! | `own_fds.rs`  | opendir, fdopendir, readdir, readdir64, closedir, fstat(64), __fxstat(64) (corun's own fds out of sight) |
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
-//! | `process.rs`  | fork, vfork, waitpid, wait, posix_spawn(p); `process/`: clone, prctl (PR_SET_SECCOMP) |
+//! | `process.rs`  | fork, vfork, waitpid, wait, wait3, wait4, waitid, posix_spawn(p); `process/`: clone, prctl (PR_SET_SECCOMP) |
 //! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk; `sigaction/`: sigaltstack |
 //! | `sigdeliver.rs`| (no symbol) the trampoline around every handler, and delivery in the coroutine that takes a signal |
 //! | `sigmask.rs`  | pthread_sigmask, sigprocmask, sigpending, sigblock, sigsetmask, siggetmask, sighold, sigrelse |

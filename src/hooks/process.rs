@@ -246,6 +246,18 @@ pub unsafe extern "C" fn wait(status: *mut libc::c_int) -> pid_t {
     unsafe { waitpid(-1, status, 0) }
 }
 
+/// glibc's wait3 calls its own wait4 directly, which the hook above does
+/// not see: without this one, a wait3 held its worker until the child ended.
+#[no_mangle]
+pub unsafe extern "C" fn wait3(
+    status: *mut libc::c_int,
+    options: libc::c_int,
+    ru: *mut libc::rusage,
+) -> pid_t {
+    // SAFETY: wait3(s, o, r) is wait4(-1, s, o, r).
+    unsafe { wait4(-1, status, options, ru) }
+}
+
 mod real_spawn {
     use libc::{c_char, c_int, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t};
     crate::sys::real::real_fns! {
