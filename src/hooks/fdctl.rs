@@ -210,6 +210,44 @@ pub unsafe extern "C" fn flock(fd: c_int, op: c_int) -> c_int {
     unsafe { real_flock::flock(fd, op) }
 }
 
+mod real_lockf {
+    use std::ffi::c_int;
+    crate::sys::real::real_fns! {
+        fn lockf(fd: c_int, cmd: c_int, len: libc::off_t) -> c_int;
+        fn lockf64(fd: c_int, cmd: c_int, len: libc::off64_t) -> c_int;
+    }
+}
+
+/// lockf's command that waits for the lock (glibc's <unistd.h>).
+const F_LOCK: c_int = 1;
+
+/// lockf(F_LOCK) waits like F_SETLKW, which it is, but glibc's lockf
+/// makes that fcntl call inside libc, past the fcntl hook: it held its
+/// worker until the lock was free. It goes to the blocking pool too.
+#[no_mangle]
+pub unsafe extern "C" fn lockf(fd: c_int, cmd: c_int, len: libc::off_t) -> c_int {
+    if cmd == F_LOCK && crate::sched::in_coroutine() {
+        // SAFETY: plain integers.
+        return crate::sched::blocking::run_blocking(move || unsafe {
+            real_lockf::lockf(fd, cmd, len)
+        });
+    }
+    // SAFETY: plain integers.
+    unsafe { real_lockf::lockf(fd, cmd, len) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn lockf64(fd: c_int, cmd: c_int, len: libc::off64_t) -> c_int {
+    if cmd == F_LOCK && crate::sched::in_coroutine() {
+        // SAFETY: plain integers.
+        return crate::sched::blocking::run_blocking(move || unsafe {
+            real_lockf::lockf64(fd, cmd, len)
+        });
+    }
+    // SAFETY: plain integers.
+    unsafe { real_lockf::lockf64(fd, cmd, len) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
     // SAFETY: the caller's ioctl contract (variadic argument as in fcntl).

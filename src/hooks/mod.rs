@@ -10,7 +10,7 @@
 //! | `poll.rs`     | poll, ppoll, select, pselect, __poll_chk, __ppoll_chk |
 //! | `epoll.rs`    | epoll_wait, epoll_pwait, epoll_pwait2, epoll_create, epoll_create1 |
 //! | `sleep.rs`    | sleep, usleep, nanosleep, clock_nanosleep |
-//! | `fdctl.rs`    | close, close_range, closefrom, fclose, freopen(64), pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, pipe, pipe2 |
+//! | `fdctl.rs`    | close, close_range, closefrom, fclose, freopen(64), pclose, dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, lockf(64), pipe, pipe2 |
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `cached.rs`   | (no symbol) open and stat answered from the kernel's dentry cache inline, for `file.rs` |
 //! | `path_memo.rs`| (no symbol) paths this thread found cached a moment ago, for `cached.rs` |
@@ -19,7 +19,7 @@
 //! | `own_fds.rs`  | opendir, fdopendir, readdir, readdir64, closedir, fstat(64), __fxstat(64) (corun's own fds out of sight) |
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
-//! | `process.rs`  | fork, vfork, waitpid, wait, wait3, wait4, waitid, posix_spawn(p); `process/`: clone, prctl (PR_SET_SECCOMP) |
+//! | `process.rs`  | fork, vfork, waitpid, wait, wait3, wait4, waitid, posix_spawn(p); `process/`: clone, prctl (PR_SET_SECCOMP), system |
 //! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk; `sigaction/`: sigaltstack |
 //! | `sigdeliver.rs`| (no symbol) the trampoline around every handler, and delivery in the coroutine that takes a signal |
 //! | `sigmask.rs`  | pthread_sigmask, sigprocmask, sigpending, sigblock, sigsetmask, siggetmask, sighold, sigrelse |

@@ -19,6 +19,7 @@ use libc::pid_t;
 
 pub(crate) mod clone;
 pub(crate) mod seccomp;
+pub(crate) mod system;
 
 use crate::sched::{self, fork::after_fork_child, in_coroutine};
 use crate::sys::real;
