@@ -6,8 +6,16 @@
  * Natively the kernel preempts the looping thread and the reader runs.
  * Under corun, with the reader homed on the looping thread's worker, the
  * loop never parked and the reader never ran: Pool.map hung. Each round
- * gives up after 10 s and says so instead of hanging. */
+ * gives up after 10 s and says so instead of hanging.
+ *
+ * Last, test_ftplib's shape: a server thread loops on poll(POLLIN|POLLOUT)
+ * of its connection, answered at once (writable), and answers each
+ * request; the client (main, same worker) sends a request and waits for
+ * the reply in read(), parked. Under corun the spinning server never let
+ * its worker look at its netpoller, so the parked client was never woken
+ * and never sent the request that ends the server's loop. */
 #include <poll.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,6 +61,42 @@ static int ready(const char *how)
     return select(fds[0] + 1, &r, NULL, NULL, &tv) == 1;
 }
 
+static int conn[2];
+
+static void *spinning_server(void *arg)
+{
+    (void)arg;
+    double start = now_s();
+    int answered = 0;
+    while (answered < 2 && now_s() - start < 10) {
+        struct pollfd p = {.fd = conn[1], .events = POLLIN | POLLOUT};
+        if (poll(&p, 1, 100) > 0 && (p.revents & POLLIN)) {
+            char c;
+            if (read(conn[1], &c, 1) == 1 && write(conn[1], &c, 1) == 1)
+                answered++;
+        }
+    }
+    return (void *)(long)answered;
+}
+
+static int ftplib_shape(void)
+{
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, conn) != 0)
+        return 0;
+    struct timeval limit = {10, 0}; /* a reply that never comes fails the read */
+    setsockopt(conn[0], SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    pthread_t t;
+    pthread_create(&t, NULL, spinning_server, NULL);
+    int ok = 1;
+    for (int i = 0; i < 2; i++) {
+        char c = (char)('a' + i), r = 0;
+        ok &= write(conn[0], &c, 1) == 1 && read(conn[0], &r, 1) == 1 && r == c;
+    }
+    void *answered;
+    pthread_join(t, &answered);
+    return ok && (long)answered == 2;
+}
+
 int main(void)
 {
     const char *hows[] = {"poll", "poll0", "ppoll", "select"};
@@ -81,5 +125,7 @@ int main(void)
             _exit(1); /* the reader is still blocked in read */
         }
     }
+    printf("a client parked beside a spinning server: %s\n",
+           ftplib_shape() ? "both replies came" : "no reply in 10 s");
     return failed;
 }
