@@ -178,6 +178,18 @@ pub(crate) fn parking_on(fd: i32) -> bool {
         ))
 }
 
+/// `r` of a read made as the program asked (its own O_NONBLOCK, or
+/// MSG_DONTWAIT): on EAGAIN, the others of this worker get a turn if the
+/// caller held it for a whole slice (`sched/slice.rs`): a loop of such
+/// reads may be waiting for one of them to write.
+#[inline]
+pub(crate) fn after_nb_read(r: isize) -> isize {
+    if r < 0 && errno() == libc::EAGAIN {
+        crate::sched::slice::yield_if_slice_spent();
+    }
+    r
+}
+
 /// Whether the program itself made `fd` non-blocking.
 pub(crate) fn user_nonblocking(fd: i32, e: &FdEntry) -> bool {
     let w = e.nonblock.load(Ordering::Acquire);
@@ -356,6 +368,11 @@ pub(crate) fn nonblocking_loop_at(
         }
         let err = errno();
         if err != libc::EAGAIN || user_nonblocking(fd, e) {
+            if err == libc::EAGAIN {
+                // The program's own O_NONBLOCK: a loop of such attempts may
+                // wait for a thread of this worker (`sched/slice.rs`).
+                crate::sched::slice::yield_if_slice_spent();
+            }
             return Io::Done(r);
         }
         let i = intr.get_or_insert_with(Interruptible::begin);

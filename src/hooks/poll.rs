@@ -16,6 +16,10 @@
 //!     park on all those fds at once (park_until_any_ready) or the deadline
 //! ```
 //!
+//! A coroutine that keeps getting answers at once (no park) for a whole
+//! time slice lets the others of its worker run (`sched/slice.rs`), as the
+//! kernel's preemption would: one of them may be what the loop waits for.
+//!
 //! The snapshot comes before the check, so an edge between the check and
 //! the park makes the park return at once. Regular files are always ready
 //! for poll (the first check returns them); fds epoll refuses cannot change
@@ -213,11 +217,22 @@ fn poll_parking(
 
 #[no_mangle]
 pub unsafe extern "C" fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int {
-    if parking() && timeout != 0 {
-        return poll_parking(fds, n, deadline_ms(timeout), std::ptr::null());
-    }
-    // SAFETY: the caller's poll contract.
-    unsafe { real::poll(fds, n, timeout) }
+    let r = if parking() && timeout != 0 {
+        poll_parking(fds, n, deadline_ms(timeout), std::ptr::null())
+    } else {
+        // SAFETY: the caller's poll contract.
+        unsafe { real::poll(fds, n, timeout) }
+    };
+    slice_spent(r)
+}
+
+/// `r`, after the others of this worker had a turn if the caller held it
+/// for a whole slice of calls that did not wait (`sched/slice.rs`: a loop
+/// on a descriptor that stays ready until another thread reads it).
+#[inline]
+fn slice_spent(r: c_int) -> c_int {
+    crate::sched::slice::yield_if_slice_spent();
+    r
 }
 
 /// Whether a call with a signal mask argument (ppoll, pselect,
@@ -244,11 +259,11 @@ pub unsafe extern "C" fn ppoll(
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {
-            return poll_parking(fds, n, d, mask);
+            return slice_spent(poll_parking(fds, n, d, mask));
         }
     }
     // SAFETY: the caller's ppoll contract.
-    unsafe { real::ppoll(fds, n, ts, mask) }
+    slice_spent(unsafe { real::ppoll(fds, n, ts, mask) })
 }
 
 extern "C" {
@@ -431,11 +446,11 @@ pub unsafe extern "C" fn select(
                     }
                 };
             }
-            return res;
+            return slice_spent(res);
         }
     }
     // SAFETY: the caller's select contract.
-    unsafe { next::select(nfds, r, w, x, t) }
+    slice_spent(unsafe { next::select(nfds, r, w, x, t) })
 }
 
 #[no_mangle]
@@ -451,9 +466,9 @@ pub unsafe extern "C" fn pselect(
         // SAFETY: NULL or readable per the caller's contract.
         let deadline = unsafe { super::poll::parking_deadline(ts) };
         if let Some(d) = deadline {
-            return select_parking(nfds, r, w, x, d, Some(mask));
+            return slice_spent(select_parking(nfds, r, w, x, d, Some(mask)));
         }
     }
     // SAFETY: the caller's pselect contract.
-    unsafe { next::pselect(nfds, r, w, x, ts, mask) }
+    slice_spent(unsafe { next::pselect(nfds, r, w, x, ts, mask) })
 }

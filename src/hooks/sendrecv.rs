@@ -29,8 +29,8 @@ use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 
 use super::rw::{iov_len, iov_tail};
 use super::{
-    nonblocking_loop, nosignal_after, parking_on, sent_or_epipe, user_nonblocking, write_all,
-    Deadline, Io, Written,
+    after_nb_read, nonblocking_loop, nosignal_after, parking_on, sent_or_epipe, user_nonblocking,
+    write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::parking;
@@ -328,7 +328,7 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
         }
     }
     // SAFETY: the caller's recv contract.
-    unsafe { real::recv(fd, buf, n, flags) }
+    after_nb_read(unsafe { real::recv(fd, buf, n, flags) })
 }
 
 #[no_mangle]
@@ -346,7 +346,7 @@ pub unsafe extern "C" fn recvfrom(
         }
     }
     // SAFETY: the caller's recvfrom contract.
-    unsafe { real::recvfrom(fd, buf, n, flags, addr, alen) }
+    after_nb_read(unsafe { real::recvfrom(fd, buf, n, flags, addr, alen) })
 }
 
 #[no_mangle]
@@ -357,7 +357,7 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
         }
     }
     // SAFETY: the caller's recvmsg contract.
-    unsafe { real::recvmsg(fd, msg, flags) }
+    after_nb_read(unsafe { real::recvmsg(fd, msg, flags) })
 }
 
 #[no_mangle]

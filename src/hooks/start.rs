@@ -6,9 +6,15 @@
 //! constructors as usual, then calls `corun_main`, which reads the
 //! configuration, starts the workers, spawns the real `main` as the first
 //! task of worker 0 (this thread) and drives worker 0 until that task ends.
-//! Its return value goes back to glibc, which calls `exit` with it: the
-//! process ends as it would natively, with other coroutines still running,
-//! as threads would be.
+//! When `main` returns, its coroutine calls `exit` with the value, as
+//! glibc's start code does on the main thread: the atexit handlers and
+//! destructors run in a coroutine, so one that wakes and joins a thread
+//! (libuv's thread pool in Node.js, C++ static destructors) parks while
+//! that thread runs, on worker 0 too. Run by glibc after `corun_main`
+//! returned, they ran on worker 0's kernel thread with no coroutine, and a
+//! thread whose home is worker 0 never ran again. The process ends as it
+//! would natively, with other coroutines still running, as threads would
+//! be.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -100,7 +106,9 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
     let task = sched::spawn_main(
         Entry::Rust(Box::new(move || {
             let r = main(a, v as *mut *mut c_char, en as *mut *mut c_char);
-            r as isize as *mut c_void
+            // SAFETY: what glibc's start code does with main's value; the
+            // handlers run in this coroutine and may park.
+            unsafe { libc::exit(r) }
         })),
         stack,
     );

@@ -8,7 +8,9 @@
 //!
 //! - that thread's worker gets a new epoll instance and eventfd, and drops
 //!   every queued task and timer (they are the parent's coroutines: the
-//!   other threads of a forked process do not exist in the child);
+//!   other threads of a forked process do not exist in the child); its
+//!   task queues that other threads push to are replaced, not drained
+//!   (`fork_injector.rs`: a push cut by the fork would make a drain spin);
 //! - every other worker is marked dead: never started, never placed on;
 //! - the fd table is rebuilt without waiters or epoll registrations (the
 //!   parent's), keeping what the hooks learned about each fd;
@@ -27,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::runtime::runtime;
 use super::timers::Timers;
-use super::worker::{current_worker, steal_one, Worker};
+use super::worker::{current_worker, Worker};
 
 /// The task that forked, in a child process (0: not a forked child, or the
 /// forking task was main, whose return ends the process anyway).
@@ -66,9 +68,9 @@ fn keep_only(me: &'static Worker) {
             w.started.store(true, Ordering::Relaxed);
         }
     }
-    while let Some(t) = steal_one(&rt.global) {
-        std::mem::forget(t);
-    }
+    // SAFETY: the child's only thread, right after the fork; the queues
+    // are not in use (fork_injector.rs: draining one could spin for ever).
+    unsafe { rt.global.reset_after_fork() };
     reset_worker(me);
 }
 
@@ -90,11 +92,11 @@ fn reset_worker(w: &'static Worker) {
     while let Some(t) = w.local.fresh.pop() {
         drop_all(t);
     }
-    while let Some(t) = w.take_remote() {
-        drop_all(t);
-    }
-    while let Some(t) = steal_one(&w.placed) {
-        drop_all(t);
+    w.forget_handoff_after_fork();
+    // SAFETY: as for the global queue in `keep_only`.
+    unsafe {
+        w.inbox.reset_after_fork();
+        w.placed.reset_after_fork();
     }
     std::mem::forget(w.local.timers.replace(Timers::new()));
     w.load.store(1, Ordering::Relaxed);

@@ -151,7 +151,7 @@ pub fn current_id() -> u64 {
 /// Switches back to the scheduler. errno is the worker thread's, shared by
 /// every coroutine there: it is saved and restored around the switch so a
 /// coroutine sees its own errno after any wait, as a thread would.
-fn suspend(t: &Task) {
+pub(super) fn suspend(t: &Task) {
     let saved = crate::sys::errno();
     let y = t.yielder.get();
     // SAFETY: `yielder` was set when the coroutine started and points at its

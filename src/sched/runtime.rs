@@ -16,7 +16,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
-use crossbeam_deque::Injector;
+use super::fork_injector::ForkInjector;
 
 use crate::ctx::{overflow, tls};
 
@@ -33,7 +33,7 @@ pub struct Plugins {
 
 pub struct Runtime {
     pub workers: Vec<&'static Worker>,
-    pub(super) global: Injector<TaskRef>,
+    pub(super) global: ForkInjector,
     pub config: crate::config::Config,
     pub(super) plugins: Plugins,
 }
@@ -55,7 +55,7 @@ pub fn start(config: crate::config::Config, plugins: Plugins) -> std::io::Result
     }
     let rt = Runtime {
         workers,
-        global: Injector::new(),
+        global: ForkInjector::new(),
         config,
         plugins,
     };

@@ -45,6 +45,7 @@ use crate::ctx::{overflow, tls, StackPool};
 use crate::sys::epoll::{Epoll, EventFd};
 
 use super::fdtable;
+use super::fork_injector::ForkInjector;
 use super::run_queue::RunQueue;
 use super::runtime::Runtime;
 use super::task::{Task, TaskRef};
@@ -53,11 +54,11 @@ use super::waiter::Waiter;
 
 pub struct Worker {
     pub index: usize,
-    inbox: Injector<TaskRef>,
+    pub(super) inbox: ForkInjector,
     /// One task woken from another thread (`Arc::into_raw`, null: empty),
     /// ahead of `inbox`.
     handoff: AtomicPtr<Task>,
-    pub(super) placed: Injector<TaskRef>,
+    pub(super) placed: ForkInjector,
     pub(super) fresh_stealer: Stealer<TaskRef>,
     pub(super) sleeping: AtomicBool,
     pub(super) wake: EventFd,
@@ -151,9 +152,9 @@ impl Worker {
         let epoll = super::netpoller::new_epoll(&wake)?;
         let w = Box::new(Worker {
             index,
-            inbox: Injector::new(),
+            inbox: ForkInjector::new(),
             handoff: AtomicPtr::new(std::ptr::null_mut()),
-            placed: Injector::new(),
+            placed: ForkInjector::new(),
             fresh_stealer: fresh.stealer(),
             sleeping: AtomicBool::new(false),
             wake,
@@ -239,6 +240,14 @@ impl Worker {
     #[inline]
     pub(super) fn has_remote(&self) -> bool {
         !self.handoff.load(Ordering::SeqCst).is_null() || !self.inbox.is_empty()
+    }
+
+    /// In a forked child: forgets the parent's task in the hand-off slot
+    /// (leaked, never run, as every queued task of the parent's world).
+    /// The slot is written by one compare-exchange, so a fork in the middle
+    /// of a push leaves it whole or empty.
+    pub(super) fn forget_handoff_after_fork(&self) {
+        self.handoff.store(std::ptr::null_mut(), Ordering::Relaxed);
     }
 
     /// A task woken from another thread: the hand-off slot first, then the

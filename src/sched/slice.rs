@@ -1,0 +1,101 @@
+//! A coroutine that keeps calling without ever waiting gives its worker
+//! up after a time slice.
+//!
+//! Natively a thread that loops on `poll`, `select` or `ppoll` calls that
+//! return at once (a descriptor stays ready until another thread reads
+//! it), or on reads of its own non-blocking descriptors that fail with
+//! EAGAIN, is preempted by the kernel, and the thread it waits for runs.
+//! Under corun such a loop never parks, so its worker neither runs the
+//! others nor looks at its netpoller: a coroutine that would end the loop
+//! and whose home is the same worker never runs, and one parked there for
+//! readiness is never woken. Seen in CPython: `multiprocessing.Pool`'s
+//! worker-handler thread waits on the result pipe (readable until the
+//! result-handler thread reads it) and polls its change notifier with a
+//! zero timeout, in a loop: every `Pool.map` hung; test_ftplib's asyncore
+//! server loops on a `poll` that a writable socket answers at once, while
+//! its client, parked on the same worker, waits for a reply: it hung.
+//!
+//! So these calls end with `yield_if_slice_spent`: when the caller has
+//! held its worker for `SLICE_NS` without a switch, its worker polls its
+//! netpoller (without blocking) and the caller yields (back of the run
+//! queue), as the kernel's preemption would let the others run. The cost of
+//! a call is a look at a thread-local; every `CHECK_EVERY` calls without a
+//! switch, a clock read.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+
+use super::park::{current, in_coroutine, in_signal_handler, suspend};
+use super::worker::current_worker;
+
+/// How long a coroutine that keeps calling holds its worker before the
+/// others get a turn (the order of a kernel time slice).
+pub const SLICE_NS: u64 = 2_000_000;
+/// Calls between clock reads.
+const CHECK_EVERY: u32 = 16;
+
+#[derive(Clone, Copy)]
+struct Mark {
+    /// The worker's switch count when the calls began.
+    switches: u64,
+    /// Monotonic time at the first clock read since (0: none yet).
+    since: u64,
+    calls: u32,
+}
+
+const NONE: Mark = Mark {
+    switches: u64::MAX,
+    since: 0,
+    calls: 0,
+};
+
+thread_local! {
+    static MARK: Cell<Mark> = const { Cell::new(NONE) };
+}
+
+/// Yields when the running coroutine has made such calls for `SLICE_NS`
+/// without a switch of its worker, after its worker polled its netpoller. Outside a coroutine, or in a signal
+/// handler, nothing.
+pub fn yield_if_slice_spent() {
+    let Some(w) = current_worker() else { return };
+    if !in_coroutine() || in_signal_handler() {
+        return;
+    }
+    let switches = w.switches.load(Ordering::Relaxed);
+    let mut m = MARK.get();
+    if m.switches != switches {
+        MARK.set(Mark {
+            switches,
+            since: 0,
+            calls: 0,
+        });
+        return;
+    }
+    m.calls = m.calls.wrapping_add(1);
+    if !m.calls.is_multiple_of(CHECK_EVERY) {
+        MARK.set(m);
+        return;
+    }
+    let now = crate::sys::now_ns();
+    if m.since == 0 || now.saturating_sub(m.since) < SLICE_NS {
+        if m.since == 0 {
+            m.since = now;
+        }
+        MARK.set(m);
+        return;
+    }
+    MARK.set(NONE);
+    let (Some(task), Some(rt)) = (current(), super::runtime::runtime()) else {
+        return;
+    };
+    // What became ready meanwhile joins the run queue ahead of this task
+    // (a worker polls only between tasks, or every POLL_EVERY of them).
+    w.poll(rt, false);
+    super::stats::yielded();
+    // The call's errno is the caller's: a handler run at the yield keeps it.
+    let e = crate::sys::errno();
+    task.yielding.set(true);
+    suspend(task);
+    super::signals::run_pending(task);
+    crate::sys::set_errno(e);
+}
