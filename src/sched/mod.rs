@@ -15,6 +15,7 @@
 //! fork, the watchdog or the blocking pool; `start` below plugs them in.
 
 pub mod blocking;
+mod cfi;
 pub mod chan;
 pub mod chan_queue;
 mod chan_select;
@@ -22,6 +23,7 @@ pub mod confined;
 pub mod cosync;
 pub mod cpuclock;
 pub mod deadline;
+pub mod debugreg;
 pub mod dump;
 pub mod fdkeep;
 pub mod fdtable;
@@ -48,6 +50,7 @@ pub mod sync;
 pub mod task;
 pub mod timers;
 pub mod token;
+pub mod unwind;
 pub mod wait;
 pub mod waitdesc;
 pub mod waiter;

@@ -150,6 +150,7 @@ pub fn current_id() -> u64 {
 /// coroutine sees its own errno after any wait, as a thread would.
 fn suspend(t: &Task) {
     let saved = crate::sys::errno();
+    t.debug.save_registers();
     let y = t.yielder.get();
     // SAFETY: `yielder` was set when the coroutine started and points at its
     // root frame, alive while the coroutine is; we run inside that coroutine.

@@ -163,6 +163,7 @@ pub fn task_ended(t: &Task) {
 /// In a forked child, on the forking thread: `me` is the only thread, the
 /// new main; no signal is pending (as after fork).
 pub fn after_fork(me: &TaskRef) {
+    super::debugreg::after_fork_child();
     for sh in &REGISTRY {
         sh.lock.store(false, Ordering::Release);
         sh.with(|s| {
