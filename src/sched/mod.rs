@@ -26,6 +26,7 @@ pub mod deadline;
 pub mod debugreg;
 pub mod dump;
 pub mod fdkeep;
+pub mod fdpolicy;
 pub mod fdtable;
 pub mod fork;
 pub mod identity;

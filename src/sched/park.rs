@@ -344,7 +344,7 @@ pub(crate) fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w:
             return Enlist::NotPollable(err);
         }
         g.mark_registered(gen, worker.index);
-        e.note_file(fd, gen);
+        e.policy.note_file(fd, gen);
     }
     let list = g.list(dir);
     list.retain(|x| x.is_live());
