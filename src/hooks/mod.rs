@@ -511,7 +511,7 @@ pub(crate) fn sent_or_epipe(r: isize, done: usize, caller_flags: i32) -> isize {
                 // SAFETY: getpid/getuid have no preconditions.
                 let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
                 info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
-                crate::sched::signals::give(t, libc::SIGPIPE, &info);
+                crate::sched::signals::give(&t, libc::SIGPIPE, &info);
                 set_errno(saved);
             }
         }

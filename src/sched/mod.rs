@@ -61,7 +61,7 @@ pub mod worker;
 pub use park::{
     current, current_id, current_ref, current_stack, exit_current, in_coroutine,
     interrupt_cancelable, park, park_cancelable, park_until_any_ready, park_until_ready,
-    sleep_until, yield_now, FdWait, Woken,
+    sleep_until, yield_now, FdWait, Running, Woken,
 };
 pub use runtime::{run_until_done, runtime};
 pub use spawn::{spawn, spawn_main, spawn_thread};

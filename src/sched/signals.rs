@@ -474,7 +474,7 @@ pub fn task_is_main(t: &Task) -> bool {
 /// woken (directly from normal context, through a worker from a handler).
 pub fn send_to_task(t: &TaskRef, sig: i32, info: &Info) {
     let _ = add_pending(t, sig, info);
-    if current().is_some_and(|c| std::ptr::eq(c, &**t)) {
+    if current().is_some_and(|c| std::ptr::eq(&*c, &**t)) {
         if !in_signal_handler() {
             run_pending(t);
         }
