@@ -188,8 +188,9 @@ fn wait_text(cause: Cause, obj: u64) -> String {
 }
 
 /// The frames of parked task `t`, one line each (`unwind.rs`): the
-/// runtime's own frames are left out but the hook the program called. Nothing if the task woke during the walk (its words
-/// may have changed under it).
+/// runtime's own frames are left out but the hook the program called.
+/// Nothing if the task woke during the walk (its words may have changed
+/// under it).
 fn backtrace(out: &mut String, t: &Task, objs: &Objects) {
     let before = t.state_word();
     let Some(s) = t.debug.saved() else {
