@@ -88,7 +88,18 @@ def records():
     return sorted(out, key=lambda r: r["id"])
 
 
+_SYMBOLS = {}
+
+
 def _symbol(addr):
+    """The function at `addr` (one `info symbol` per address: thousands of
+    coroutines share a few start routines)."""
+    if addr not in _SYMBOLS:
+        _SYMBOLS[addr] = _lookup_symbol(addr)
+    return _SYMBOLS[addr]
+
+
+def _lookup_symbol(addr):
     if not addr:
         return "?"
     try:
@@ -183,6 +194,7 @@ class CorunList(gdb.Command):
         super().__init__("corun list", gdb.COMMAND_STACK)
 
     def invoke(self, arg, from_tty):
+        _SYMBOLS.clear()  # another process, or libraries loaded since
         rs = records()
         print("%d coroutines" % len(rs))
         for r in rs:
