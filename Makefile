@@ -4,8 +4,9 @@
 #   make test     unit tests, then every test in scripts/tests/ (see README)
 #   make demo     an unchanged blocking server natively and under corun, loaded
 #   make bench    the benchmarks, written to bench/RESULTS.md
-#   make install  the library, corun.h, the corun launcher, corun.pc and the
-#                 man pages under $(DESTDIR)$(PREFIX) (default /usr/local);
+#   make install  the library, corun.h, the corun launcher, corun.pc, the
+#                 man pages and the gdb extension (share/corun/corun-gdb.py)
+#                 under $(DESTDIR)$(PREFIX) (default /usr/local);
 #                 make uninstall removes exactly those files
 #
 # C programs: c-tests/co_*.c use include/corun.h and link -lcorun; every other
@@ -42,9 +43,11 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 PCDIR      ?= $(LIBDIR)/pkgconfig
+DATADIR    ?= $(PREFIX)/share/corun
 VERSION    := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 INSTALLED  := $(LIBDIR)/libcorun.so $(INCLUDEDIR)/corun.h $(BINDIR)/corun \
-              $(PCDIR)/corun.pc $(MANDIR)/man1/corun.1 $(MANDIR)/man3/corun.3
+              $(PCDIR)/corun.pc $(MANDIR)/man1/corun.1 $(MANDIR)/man3/corun.3 \
+              $(DATADIR)/corun-gdb.py
 
 all: lib cbins
 
@@ -122,7 +125,8 @@ check: fmt lint
 # preloads the installed library; corun.pc with the install's directories.
 install: $(LIB)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(BINDIR) \
-		$(DESTDIR)$(PCDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+		$(DESTDIR)$(PCDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(DATADIR)
 	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/libcorun.so
 	install -m 0644 include/corun.h $(DESTDIR)$(INCLUDEDIR)/corun.h
 	sed 's|^installed_libdir=""$$|installed_libdir="$(LIBDIR)"|' scripts/corun > $(DESTDIR)$(BINDIR)/corun.tmp
@@ -133,12 +137,13 @@ install: $(LIB)
 		-e 's|@VERSION@|$(VERSION)|' corun.pc.in > $(DESTDIR)$(PCDIR)/corun.pc
 	install -m 0644 man/corun.1 $(DESTDIR)$(MANDIR)/man1/corun.1
 	install -m 0644 man/corun.3 $(DESTDIR)$(MANDIR)/man3/corun.3
+	install -m 0644 scripts/corun-gdb.py $(DESTDIR)$(DATADIR)/corun-gdb.py
 
 # Removes the files install wrote, then the directories this leaves empty,
 # up to the prefix (never one that holds anything else, nor the prefix).
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	@for d in $(PCDIR) $(MANDIR)/man1 $(MANDIR)/man3 $(INCLUDEDIR) $(BINDIR) $(LIBDIR); do \
+	@for d in $(DATADIR) $(PCDIR) $(MANDIR)/man1 $(MANDIR)/man3 $(INCLUDEDIR) $(BINDIR) $(LIBDIR); do \
 		d="$(DESTDIR)$$d"; \
 		while [ "$$d" != "$(DESTDIR)$(PREFIX)" ] && [ "$$d" != / ] && rmdir "$$d" 2>/dev/null; do \
 			d=$$(dirname "$$d"); done; \

@@ -1,7 +1,9 @@
 # corun dump PID: a program whose threads wait on a pipe read, a mutex, a
 # sleep and a join (c-tests/parked_threads.c dump) shows each with the
 # right cause and object (the fd, the mutex's address, the joined
-# coroutine), main parked on its read of stdin, and the statistics; the
+# coroutine), main parked on its read of stdin, and the statistics; each
+# parked coroutine's backtrace goes from the hook (read) to the program's
+# function that called it (reader, main, locker); the
 # dump file is 0600 and removed after; the program goes on and ends as
 # natively. Without CORUN_DUMP_SIGNAL, corun dump says so.
 source "$(dirname "$0")/../lib.sh"
@@ -43,6 +45,17 @@ for w in 1 default; do
     reader=$(sed -n 's/^coroutine \([0-9]*\) "reader".*/\1/p' "$TMPD/dump")
     has "^coroutine [0-9]* \"joiner\" (started at joiner), worker [0-9]*: parked on join of coroutine $reader for [0-9.]* s$"
     has "^  parks on mutex: 1$"
+    # frame TASK_LINE_PATTERN N TEXT: frame N of that coroutine's backtrace.
+    frame() {
+        awk -v pat="$1" '$0 ~ pat {on=1; next} /^[^ ]/ {on=0} on' "$TMPD/dump" | grep -qx "    #$2 $3" ||
+            fail "workers=$w: the backtrace of the coroutine matching '$1' has no frame '#$2 $3'"
+    }
+    frame '^coroutine [0-9]* "reader"' 0 'read (libcorun.so)'
+    frame '^coroutine [0-9]* "reader"' 1 'reader (parked_threads)'
+    frame '^coroutine 1 ' 0 'read (libcorun.so)'
+    frame '^coroutine 1 ' 1 'main (parked_threads)'
+    frame '^coroutine [0-9]* "locker"' 1 'locker (parked_threads)'
+    frame '^coroutine [0-9]* "joiner"' 1 'joiner (parked_threads)'
     has "^  coroutines spawned: 4$"
     [ ! -e "/tmp/corun-$PID.dump" ] || fail "workers=$w: corun dump left its file"
     # The file itself, asked for with the signal: the owner's only.

@@ -1,5 +1,5 @@
 # make install / make uninstall: the library, corun.h, the launcher, corun.pc
-# and both man pages land under the prefix; a C API program builds with
+# both man pages and the gdb extension land under the prefix; a C API program builds with
 # what pkg-config says and runs; the installed launcher preloads the
 # installed library (not the build tree's) and runs a blocking program as
 # natively; a staged install (DESTDIR) names the final prefix; uninstall
@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../lib.sh"
 prefix="$TMPD/prefix"
 files=(lib/libcorun.so include/corun.h bin/corun lib/pkgconfig/corun.pc
-       share/man/man1/corun.1 share/man/man3/corun.3)
+       share/man/man1/corun.1 share/man/man3/corun.3 share/corun/corun-gdb.py)
 make -s -C "$ROOT" install PREFIX="$prefix" >"$TMPD/make.out" 2>&1 || fail "make install: $(tail -5 "$TMPD/make.out")"
 for f in "${files[@]}"; do [ -f "$prefix/$f" ] || fail "make install did not write $f"; done
 [ -x "$prefix/bin/corun" ] || fail "the launcher is not executable"

@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use libc::pthread_t;
 
 use crate::sched::identity::{cancel, UnwindException};
-use crate::sched::{self, current, Task};
+use crate::sched::{self, current, Running, Task};
 
 mod next {
     use libc::{c_int, c_void, pthread_t};
@@ -95,7 +95,7 @@ const PTHREAD_CANCEL_DEFERRED: c_int = 0;
 const PTHREAD_CANCEL_ASYNCHRONOUS: c_int = 1;
 
 /// The running coroutine, if it is a thread that unwinds on exit.
-fn unwinding_thread() -> Option<&'static Task> {
+fn unwinding_thread() -> Option<Running> {
     current().filter(|t| t.ident.tp.get() != 0 && t.ident.entry_limit.get() != 0)
 }
 
@@ -129,7 +129,7 @@ pub(crate) fn unwind_exit(value: usize) -> ! {
 
 /// Starts (or continues, after a C cleanup handler) the forced unwind,
 /// with `buf` the next C cleanup buffer to run (0: none).
-fn unwind_from(t: &'static Task, buf: usize) -> ! {
+fn unwind_from(t: Running, buf: usize) -> ! {
     t.ident.cleanup.set(buf);
     let exc = t.ident.unwind.get();
     // SAFETY: the task's own exception object, not in use (an unwind that
@@ -177,7 +177,7 @@ extern "C" fn stop(
 }
 
 /// The thread's frames are unwound: its destructors run and it ends.
-fn end_thread(t: &'static Task) -> ! {
+fn end_thread(t: Running) -> ! {
     super::pthread::end_without_unwind(t.ident.exit_value.get())
 }
 
@@ -304,7 +304,7 @@ fn pop(t: &Task, buf: *mut c_void) {
 #[no_mangle]
 pub unsafe extern "C" fn __pthread_register_cancel(buf: *mut c_void) {
     match unwinding_thread() {
-        Some(t) => push(t, buf),
+        Some(t) => push(&t, buf),
         // SAFETY: the caller's contract.
         None => unsafe { next::__pthread_register_cancel(buf) },
     }
@@ -313,7 +313,7 @@ pub unsafe extern "C" fn __pthread_register_cancel(buf: *mut c_void) {
 #[no_mangle]
 pub unsafe extern "C" fn __pthread_unregister_cancel(buf: *mut c_void) {
     match unwinding_thread() {
-        Some(t) => pop(t, buf),
+        Some(t) => pop(&t, buf),
         // SAFETY: the caller's contract.
         None => unsafe { next::__pthread_unregister_cancel(buf) },
     }
@@ -323,7 +323,7 @@ pub unsafe extern "C" fn __pthread_unregister_cancel(buf: *mut c_void) {
 pub unsafe extern "C" fn __pthread_register_cancel_defer(buf: *mut c_void) {
     match unwinding_thread() {
         // Cancellation is always deferred here: nothing to save.
-        Some(t) => push(t, buf),
+        Some(t) => push(&t, buf),
         // SAFETY: the caller's contract.
         None => unsafe { next::__pthread_register_cancel_defer(buf) },
     }
@@ -332,7 +332,7 @@ pub unsafe extern "C" fn __pthread_register_cancel_defer(buf: *mut c_void) {
 #[no_mangle]
 pub unsafe extern "C" fn __pthread_unregister_cancel_restore(buf: *mut c_void) {
     match unwinding_thread() {
-        Some(t) => pop(t, buf),
+        Some(t) => pop(&t, buf),
         // SAFETY: the caller's contract.
         None => unsafe { next::__pthread_unregister_cancel_restore(buf) },
     }

@@ -24,7 +24,7 @@ mod real {
 /// What a clock id names, when it is a coroutine thread's CPU clock.
 enum Ours {
     /// The calling coroutine's own.
-    Own(&'static sched::Task),
+    Own(sched::Running),
     /// Another coroutine thread's.
     Other(TaskRef),
     /// A coroutine thread's that no longer exists.

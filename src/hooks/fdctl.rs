@@ -38,10 +38,10 @@ fn note_dup(oldfd: c_int, newfd: c_int) {
     if let Some(n) = fdtable::get(newfd) {
         n.reset();
         if let Some(o) = fdtable::get(oldfd) {
-            n.copy_from(o);
-            o.shared.store(true, Ordering::Relaxed);
+            n.policy.copy_from(&o.policy);
+            o.policy.shared.store(true, Ordering::Relaxed);
         }
-        n.shared.store(true, Ordering::Relaxed);
+        n.policy.shared.store(true, Ordering::Relaxed);
     }
     set_errno(saved);
 }
@@ -52,7 +52,7 @@ pub(crate) fn note_new_fd(fd: c_int, kind: u8, nonblock: bool) {
     let saved = errno();
     if let Some(e) = fdtable::get(fd) {
         e.reset();
-        e.kind.store(kind, Ordering::Relaxed);
+        e.policy.kind.store(kind, Ordering::Relaxed);
         super::set_user_nonblocking(fd, nonblock);
     }
     set_errno(saved);

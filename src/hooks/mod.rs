@@ -110,7 +110,7 @@ const ANON_INODE_FS_MAGIC: i64 = 0x0904_1934;
 
 /// The fd's kind, from the cache or one fstat.
 pub(crate) fn fd_kind(fd: i32, e: &FdEntry) -> u8 {
-    let k = e.kind.load(Ordering::Relaxed);
+    let k = e.policy.kind.load(Ordering::Relaxed);
     if k != fdtable::KIND_UNKNOWN {
         return k;
     }
@@ -138,7 +138,7 @@ pub(crate) fn fd_kind(fd: i32, e: &FdEntry) -> u8 {
         0 => fdtable::KIND_NOWAIT,
         _ => fdtable::KIND_OTHER,
     };
-    e.kind.store(k, Ordering::Relaxed);
+    e.policy.kind.store(k, Ordering::Relaxed);
     k
 }
 
@@ -169,11 +169,11 @@ pub(crate) fn parking_on(fd: i32) -> bool {
     let Some(e) = fdtable::peek(fd) else {
         return true;
     };
-    let w = e.nonblock.load(Ordering::Acquire);
+    let w = e.policy.nonblock.load(Ordering::Acquire);
     let known_on = w >> 2 == NB_EPOCH.load(Ordering::Acquire) && (w & 3) as u8 == fdtable::NB_ON;
     !(known_on
         && matches!(
-            e.kind.load(Ordering::Relaxed),
+            e.policy.kind.load(Ordering::Relaxed),
             fdtable::KIND_SOCKET | fdtable::KIND_NOWAIT | fdtable::KIND_OTHER
         ))
 }
@@ -192,7 +192,7 @@ pub(crate) fn after_nb_read(r: isize) -> isize {
 
 /// Whether the program itself made `fd` non-blocking.
 pub(crate) fn user_nonblocking(fd: i32, e: &FdEntry) -> bool {
-    let w = e.nonblock.load(Ordering::Acquire);
+    let w = e.policy.nonblock.load(Ordering::Acquire);
     if w >> 2 == NB_EPOCH.load(Ordering::Acquire) {
         match (w & 3) as u8 {
             fdtable::NB_ON => return true,
@@ -204,7 +204,7 @@ pub(crate) fn user_nonblocking(fd: i32, e: &FdEntry) -> bool {
     let fl = unsafe { crate::sys::real::syscall!(libc::SYS_fcntl, fd, libc::F_GETFL) };
     let on = fl >= 0 && (fl as i32 & libc::O_NONBLOCK) != 0;
     if fl >= 0 {
-        e.nonblock.store(nb_word(on), Ordering::Release);
+        e.policy.nonblock.store(nb_word(on), Ordering::Release);
     }
     on
 }
@@ -212,7 +212,7 @@ pub(crate) fn user_nonblocking(fd: i32, e: &FdEntry) -> bool {
 /// Records the O_NONBLOCK state of a new fd (socket/accept4/pipe2 flags).
 pub(crate) fn set_user_nonblocking(fd: i32, on: bool) {
     if let Some(e) = fdtable::get(fd) {
-        e.nonblock.store(nb_word(on), Ordering::Release);
+        e.policy.nonblock.store(nb_word(on), Ordering::Release);
     }
 }
 
@@ -231,9 +231,9 @@ pub(crate) const TIMEO_NONE: u64 = u64::MAX;
 /// there is none or `fd` is not a socket. Asked of the kernel when not
 /// known (an inherited socket) or when the description is shared.
 pub(crate) fn sock_timeout(fd: i32, e: &FdEntry, dir: Dir) -> Option<u64> {
-    let slot = e.timeo(dir);
+    let slot = e.policy.timeo(dir);
     let v = slot.load(Ordering::Relaxed);
-    if v != 0 && !e.shared.load(Ordering::Relaxed) {
+    if v != 0 && !e.policy.shared.load(Ordering::Relaxed) {
         return (v != TIMEO_NONE).then_some(v);
     }
     if fd_kind(fd, e) != fdtable::KIND_SOCKET {
@@ -387,7 +387,7 @@ pub(crate) fn nonblocking_loop_at(
             set_errno(libc::ECANCELED);
             return Io::Done(-1);
         }
-        if !e.same_file(fd, seen.gen) {
+        if !e.policy.same_file(fd, seen.gen) {
             // Replaced behind corun's back: forget the old file (its
             // waiters fail with EBADF) and try the new one.
             e.reset();
@@ -530,7 +530,7 @@ pub(crate) fn sent_or_epipe(r: isize, done: usize, caller_flags: i32) -> isize {
                 // SAFETY: getpid/getuid have no preconditions.
                 let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
                 info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
-                crate::sched::signals::give(t, libc::SIGPIPE, &info);
+                crate::sched::signals::give(&t, libc::SIGPIPE, &info);
                 set_errno(saved);
             }
         }

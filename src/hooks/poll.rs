@@ -119,9 +119,9 @@ pub(crate) fn with_wait_mask(
         (Some(t), false) => {
             // SAFETY: non-null and readable per the caller's contract.
             let m = unsafe { *(mask as *const u64) };
-            let old = signals::set_mask(t, m);
+            let old = signals::set_mask(&t, m);
             signals::sync_here();
-            signals::run_pending(t);
+            signals::run_pending(&t);
             Some(old)
         }
         _ => None,
@@ -129,7 +129,7 @@ pub(crate) fn with_wait_mask(
     let r = f(&intr);
     if let (Some(t), Some(old)) = (t, old) {
         let e = errno();
-        signals::set_mask(t, old);
+        signals::set_mask(&t, old);
         signals::sync_here();
         set_errno(e);
     }

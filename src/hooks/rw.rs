@@ -44,7 +44,9 @@ fn try_readv(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<is
                 let r = unsafe { real::recvmsg(fd, &mut m, libc::MSG_DONTWAIT) };
                 if r < 0 && errno() == libc::ENOTSOCK {
                     // Stale kind (the fd was closed behind our back): relearn.
-                    e.kind.store(fdtable::KIND_UNKNOWN, Ordering::Relaxed);
+                    e.policy
+                        .kind
+                        .store(fdtable::KIND_UNKNOWN, Ordering::Relaxed);
                     continue;
                 }
                 Some(r)
@@ -53,7 +55,7 @@ fn try_readv(fd: c_int, e: &FdEntry, iov: *const iovec, cnt: c_int) -> Option<is
                 // SAFETY: as the caller's readv contract; offset -1 = current position.
                 let r = unsafe { real::preadv2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
                 if r < 0 && errno() == libc::EOPNOTSUPP {
-                    e.kind.store(fdtable::KIND_OTHER, Ordering::Relaxed);
+                    e.policy.kind.store(fdtable::KIND_OTHER, Ordering::Relaxed);
                     continue;
                 }
                 Some(r)
@@ -93,7 +95,9 @@ fn try_writev(
                 let r = unsafe { real::sendmsg(fd, &m, libc::MSG_DONTWAIT | nosignal_after(done)) };
                 let r = sent_or_epipe(r, done, 0);
                 if r < 0 && errno() == libc::ENOTSOCK {
-                    e.kind.store(fdtable::KIND_UNKNOWN, Ordering::Relaxed);
+                    e.policy
+                        .kind
+                        .store(fdtable::KIND_UNKNOWN, Ordering::Relaxed);
                     continue;
                 }
                 Some(r)
@@ -102,7 +106,7 @@ fn try_writev(
                 // SAFETY: as the caller's writev contract.
                 let r = unsafe { real::pwritev2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
                 if r < 0 && errno() == libc::EOPNOTSUPP {
-                    e.kind.store(fdtable::KIND_OTHER, Ordering::Relaxed);
+                    e.policy.kind.store(fdtable::KIND_OTHER, Ordering::Relaxed);
                     continue;
                 }
                 Some(r)

@@ -112,7 +112,7 @@ fn sendfile_parking(
     if !is_file(inp) || !parkable(out) {
         return None;
     }
-    if fdtable::get(out).is_some_and(|e| e.kind.load(Ordering::Relaxed) == KIND_NOWAIT) {
+    if fdtable::get(out).is_some_and(|e| e.policy.kind.load(Ordering::Relaxed) == KIND_NOWAIT) {
         return Some(sendfile_to_pipe(out, inp, offset, count, real_fn));
     }
     let mut pos: i64 = if offset.is_null() {
@@ -221,7 +221,7 @@ fn splice_parking(
         return None;
     }
     let to_socket =
-        fdtable::get(out).is_some_and(|e| e.kind.load(Ordering::Relaxed) == KIND_SOCKET);
+        fdtable::get(out).is_some_and(|e| e.policy.kind.load(Ordering::Relaxed) == KIND_SOCKET);
     let n = if to_socket {
         n.min(SPLICE_TO_SOCKET_MAX)
     } else {

@@ -274,7 +274,7 @@ unsafe fn before_jump(env: *mut c_void, restores_mask: bool) {
         } else {
             t.ident.sigmask.load(Ordering::SeqCst)
         };
-        signals::set_mask(t, m);
+        signals::set_mask(&t, m);
     }
     if saved {
         // SAFETY: as above; the saved mask's first word is the kernel's.

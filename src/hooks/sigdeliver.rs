@@ -347,18 +347,18 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
             let open = t.ident.sigmask.load(Ordering::SeqCst) & bit(sig) == 0;
             if is_kick(&inf) {
                 if on_stack {
-                    run_deferred(t);
+                    run_deferred(&t);
                 }
             } else if is_fault(sig, &inf) {
-                in_place(t, sig, info, uc, on_stack);
+                in_place(&t, sig, info, uc, on_stack);
             } else if to_this_thread(sig, &inf) {
                 if open && on_stack {
-                    in_place(t, sig, info, uc, true);
+                    in_place(&t, sig, info, uc, true);
                 } else {
-                    signals::give(t, sig, &inf);
+                    signals::give(&t, sig, &inf);
                 }
-            } else if open && on_stack && (signals::task_is_main(t) || !signals::main_takes(sig)) {
-                in_place(t, sig, info, uc, true);
+            } else if open && on_stack && (signals::task_is_main(&t) || !signals::main_takes(sig)) {
+                in_place(&t, sig, info, uc, true);
             } else {
                 signals::to_process(sig, &inf);
             }

@@ -24,12 +24,12 @@ use std::ffi::c_int;
 use libc::sigset_t;
 
 use crate::sched::park::in_signal_handler;
-use crate::sched::{sigmask, signals, Task};
+use crate::sched::{sigmask, signals, Running, Task};
 use crate::sys::set_errno;
 
 /// The coroutine whose mask these calls read and write; None: the
 /// kernel's (a native thread, runtime code, a process confined by seccomp).
-fn current() -> Option<&'static Task> {
+fn current() -> Option<Running> {
     crate::sched::current().filter(|_| !crate::sched::confined::is())
 }
 
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn pthread_sigmask(
         return unsafe { real::pthread_sigmask(how, set, old) };
     };
     // SAFETY: the caller's contract: NULL or a readable set.
-    match change(t, how, unsafe { read_set(set) }) {
+    match change(&t, how, unsafe { read_set(set) }) {
         Ok(m) => {
             // SAFETY: the caller's contract: NULL or a writable set.
             unsafe { write_set(old, m) };
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn sigpending(set: *mut sigset_t) -> c_int {
             // The kernel's (process, and this worker's thread) and corun's
             // (this coroutine's, and the process signals corun holds).
             // SAFETY: writable per the contract; just written by the kernel.
-            unsafe { *(set as *mut u64) |= signals::pending_for(t) };
+            unsafe { *(set as *mut u64) |= signals::pending_for(&t) };
         }
     }
     r
@@ -149,7 +149,7 @@ pub unsafe extern "C" fn sigpending(set: *mut sigset_t) -> c_int {
 fn bsd(how: c_int, mask: c_int) -> Option<c_int> {
     let t = current()?;
     let set = (how != libc::SIG_BLOCK || mask != 0).then_some(mask as u32 as u64);
-    change(t, how, set).ok().map(|m| m as u32 as c_int)
+    change(&t, how, set).ok().map(|m| m as u32 as c_int)
 }
 
 #[no_mangle]
@@ -186,7 +186,7 @@ fn one(how: c_int, sig: c_int) -> Option<c_int> {
         set_errno(libc::EINVAL);
         return Some(-1);
     }
-    change(t, how, Some(sigmask::bit(sig))).ok().map(|_| 0)
+    change(&t, how, Some(sigmask::bit(sig))).ok().map(|_| 0)
 }
 
 #[no_mangle]

@@ -72,7 +72,7 @@ fn wait_parking(
     let mut pause = 1_000_000u64;
     let r = loop {
         // Pending for this coroutine or held by corun for the process...
-        if let Some((sig, inf)) = signals::take_in(t, want) {
+        if let Some((sig, inf)) = signals::take_in(&t, want) {
             if !info.is_null() {
                 // SAFETY: a writable siginfo_t per the caller's contract.
                 unsafe { std::ptr::copy_nonoverlapping(inf.as_ptr(), info as *mut u64, inf.len()) };
@@ -222,11 +222,11 @@ fn suspend_parking(mask: Option<u64>) -> c_int {
     };
     let intr = Interruptible::begin();
     let old = mask.map(|m| {
-        let old = signals::set_mask(t, m);
+        let old = signals::set_mask(&t, m);
         // What `mask` lets through, pending in the kernel or on corun's
         // side, is delivered now.
         signals::sync_here();
-        signals::run_pending(t);
+        signals::run_pending(&t);
         old
     });
     while intr.check().is_none() {
@@ -234,7 +234,7 @@ fn suspend_parking(mask: Option<u64>) -> c_int {
         park(|_| true, None);
     }
     if let Some(old) = old {
-        signals::set_mask(t, old);
+        signals::set_mask(&t, old);
         signals::sync_here();
     }
     set_errno(libc::EINTR);

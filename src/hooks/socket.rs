@@ -50,9 +50,9 @@ pub(crate) fn note_new_socket(fd: c_int, nonblock: bool, timeo: (u64, u64)) {
     let saved = errno();
     if let Some(e) = fdtable::get(fd) {
         e.reset();
-        e.kind.store(fdtable::KIND_SOCKET, Ordering::Relaxed);
-        e.rcv_timeo.store(timeo.0, Ordering::Relaxed);
-        e.snd_timeo.store(timeo.1, Ordering::Relaxed);
+        e.policy.kind.store(fdtable::KIND_SOCKET, Ordering::Relaxed);
+        e.policy.rcv_timeo.store(timeo.0, Ordering::Relaxed);
+        e.policy.snd_timeo.store(timeo.1, Ordering::Relaxed);
         super::set_user_nonblocking(fd, nonblock);
     }
     set_errno(saved);
@@ -62,9 +62,9 @@ pub(crate) fn note_new_socket(fd: c_int, nonblock: bool, timeo: (u64, u64)) {
 /// known: asked of the kernel when needed).
 fn listener_timeouts(fd: c_int) -> (u64, u64) {
     match fdtable::peek(fd) {
-        Some(e) if !e.shared.load(Ordering::Relaxed) => (
-            e.rcv_timeo.load(Ordering::Relaxed),
-            e.snd_timeo.load(Ordering::Relaxed),
+        Some(e) if !e.policy.shared.load(Ordering::Relaxed) => (
+            e.policy.rcv_timeo.load(Ordering::Relaxed),
+            e.policy.snd_timeo.load(Ordering::Relaxed),
         ),
         _ => (0, 0),
     }
@@ -223,7 +223,8 @@ pub unsafe extern "C" fn setsockopt(
         if !val.is_null() && len as usize >= std::mem::size_of::<libc::timeval>() {
             // SAFETY: the kernel just read a timeval from it.
             let tv = unsafe { std::ptr::read_unaligned(val as *const libc::timeval) };
-            e.timeo(dir)
+            e.policy
+                .timeo(dir)
                 .store(super::timeval_ns(&tv), Ordering::Relaxed);
         }
     }

@@ -19,10 +19,11 @@
 //! then the statistics (`stats.rs`). Counts come from the registry of live
 //! tasks and from atomics each worker publishes: the dump thread never
 //! touches a worker's own queues, so it is a snapshot, each line true when
-//! read. Backtraces are not printed: a parked coroutine's frames are on its
-//! own stack, but corun's binaries and the programs it runs are usually
-//! built without frame pointers, and an unwinder of another stack is more
-//! than this needs (gdb on a core gives them).
+//! read. Each parked coroutine's backtrace follows its line: walked from
+//! the registers it saved when it suspended (`debugreg.rs`) with the
+//! `.eh_frame` tables (`unwind.rs`: frame pointers cannot be relied on),
+//! every read bounded to its own stack, symbolized by `symbols.rs`; the
+//! runtime's frames are cut down to the hook the program called.
 //!
 //! In a forked child the handler stays but the dump thread does not exist,
 //! and the eventfd is the parent's: the handler ignores a signal whose
@@ -33,7 +34,9 @@ use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use super::runtime::runtime;
-use super::task::{DONE, NEW, NOTIFIED, PARKED, RUNNABLE, RUNNING};
+use super::symbols;
+use super::task::{Task, DONE, NEW, NOTIFIED, PARKED, RUNNABLE, RUNNING};
+use super::unwind::Objects;
 use super::waitdesc::{coarse_now_ns, Cause};
 
 /// The eventfd the handler writes, and the process that installed it.
@@ -184,6 +187,49 @@ fn wait_text(cause: Cause, obj: u64) -> String {
     }
 }
 
+/// The frames of parked task `t`, one line each (`unwind.rs`): the
+/// runtime's own frames are left out but the hook the program called.
+/// Nothing if the task woke during the walk (its words may have changed
+/// under it).
+fn backtrace(out: &mut String, t: &Task, objs: &Objects) {
+    let before = t.state_word();
+    let Some(s) = t.debug.saved() else {
+        return;
+    };
+    let pcs = super::unwind::walk(objs, s.pc, s.sp, s.fp, s.stack);
+    if t.state_word() != before {
+        out.push_str("    (woke during the walk: no backtrace)\n");
+        return;
+    }
+    let corun = symbols::object_of(backtrace as fn(&mut String, &Task, &Objects) as usize);
+    // The first pc is where the coroutine stopped; the others return
+    // addresses, named by their call instruction (the byte before).
+    let frames: Vec<(usize, Option<(String, usize)>)> = pcs
+        .iter()
+        .enumerate()
+        .map(|(i, &pc)| {
+            let at = if i == 0 { pc } else { pc - 1 };
+            (at, symbols::object_of(at))
+        })
+        .collect();
+    let ours = |f: &(usize, Option<(String, usize)>)| {
+        f.1.as_ref().map(|o| &o.0) == corun.as_ref().map(|o| &o.0)
+    };
+    // From the hook the program called to the program's outermost frame
+    // (the coroutine's start, in the runtime, is left out).
+    let (first, last) = match (
+        frames.iter().position(|f| !ours(f)),
+        frames.iter().rposition(|f| !ours(f)),
+    ) {
+        (Some(a), Some(b)) => (a.saturating_sub(1), b),
+        _ => (0, frames.len().saturating_sub(1)),
+    };
+    for (n, (at, obj)) in frames.iter().take(last + 1).skip(first).enumerate() {
+        let object = obj.as_ref().map_or("?", |o| symbols::short(&o.0));
+        let _ = writeln!(out, "    #{n} {} ({object})", symbols::describe(*at));
+    }
+}
+
 /// The dump's text.
 pub fn render() -> String {
     let mut out = String::new();
@@ -225,6 +271,7 @@ pub fn render() -> String {
         );
     }
     let name_of = NAME_OF.get();
+    let objs = Objects::load();
     for t in &tasks {
         let start = super::startname::start_name(t.start_addr, t.start_arg.load(Relaxed));
         let name = name_of.and_then(|f| f(t.id));
@@ -255,6 +302,9 @@ pub fn render() -> String {
             );
         }
         let _ = writeln!(out, "{line}");
+        if state == PARKED {
+            backtrace(&mut out, t, &objs);
+        }
     }
     out.push_str("stats:\n");
     out.push_str(&super::stats::report());

@@ -86,9 +86,9 @@ pub fn keep_for_parked(fd: i32) {
     crate::sys::set_errno(saved);
     let Some(ke) = fdtable::get(k) else { return };
     ke.reset();
-    ke.copy_from(e);
-    ke.shared.store(true, Ordering::Relaxed);
-    e.shared.store(true, Ordering::Relaxed);
+    ke.policy.copy_from(&e.policy);
+    ke.policy.shared.store(true, Ordering::Relaxed);
+    e.policy.shared.store(true, Ordering::Relaxed);
     ke.runtime.store(true, Ordering::Relaxed);
     let file = Arc::new(KeptFile { fd: k });
     let mut w = lock(&e.waiters);

@@ -14,8 +14,10 @@
 //!   waiter lock), so an edge between the attempt and the park is never lost.
 //! - waiter lists, one per direction (several readers and writers may wait:
 //!   accept loops on several threads, `poll` on the same fd).
-//! - what the hooks learned: the fd's kind (decides how to make a call
-//!   non-blocking), the program's own O_NONBLOCK wish, SO_RCVTIMEO/SNDTIMEO.
+//! - `policy`: what the hooks learned and decide with (the fd's kind, the
+//!   program's own O_NONBLOCK wish, SO_RCVTIMEO/SNDTIMEO, the same-file
+//!   check), kept apart in `fdpolicy.rs`: this file is the readiness side
+//!   (like Go's `pollDesc`), that one the hooks' (like `internal/poll.FD`).
 
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -29,32 +31,10 @@ const CHUNKS: usize = 16384;
 /// fds at or above this are not tracked; hooks pass them through.
 pub const MAX_FD: usize = CHUNK * CHUNKS;
 
-/// How often at most a parked call compares the file its fd names with
-/// the one registered (`FdEntry::same_file`).
-const FILE_CHECK_NS: u64 = 1_000_000;
-/// The same for a socket. A server's connection parks once per request:
-/// at 1,000 connections each socket parked every ~7 ms, so the 1 ms bound
-/// made it one fstat per request, 7-9% of threaded_http's req/s (136k to
-/// 125k, paired runs). A socket number is replaced behind corun's back by
-/// libc-internal code or raw system calls, not by programs waiting on it.
-const SOCKET_CHECK_NS: u64 = 200_000_000;
-
-/// The fd's kind is not known yet.
-pub const KIND_UNKNOWN: u8 = 0;
-/// A socket: MSG_DONTWAIT makes each call non-blocking.
-pub const KIND_SOCKET: u8 = 1;
-/// A pipe, FIFO or other file honouring RWF_NOWAIT (eventfd...).
-pub const KIND_NOWAIT: u8 = 2;
-/// A regular file or block device: always "ready", the call may block on disk.
-pub const KIND_FILE: u8 = 3;
-/// Anything else (tty, timerfd, signalfd...): wait for readiness with poll,
-/// then make the call.
-pub const KIND_OTHER: u8 = 4;
-
-/// The program's O_NONBLOCK wish is not known (ask the kernel once).
-pub const NB_UNKNOWN: u8 = 0;
-pub const NB_OFF: u8 = 1;
-pub const NB_ON: u8 = 2;
+pub use super::fdpolicy::{
+    FdPolicy, KIND_FILE, KIND_NOWAIT, KIND_OTHER, KIND_SOCKET, KIND_UNKNOWN, NB_OFF, NB_ON,
+    NB_UNKNOWN,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Dir {
@@ -118,30 +98,14 @@ pub struct FdEntry {
     pub gen: AtomicU32,
     pub read_seq: AtomicU32,
     pub write_seq: AtomicU32,
-    pub kind: AtomicU8,
-    /// `epoch << 2 | NB_*`: the program's O_NONBLOCK wish as last learned,
-    /// valid while the global epoch (hooks::NB_EPOCH) is unchanged.
-    pub nonblock: AtomicU32,
-    /// SO_RCVTIMEO / SO_SNDTIMEO in ns: 0 not known yet (the hooks ask the
-    /// kernel), u64::MAX none.
-    pub rcv_timeo: AtomicU64,
-    pub snd_timeo: AtomicU64,
     /// The fd is one of corun's own (epoll, eventfd): the program cannot
     /// close it (it would get EBADF natively: the fd would not exist).
     pub runtime: std::sync::atomic::AtomicBool,
     /// accept serialisation: bit 0 held, bit 1 someone found it held.
     accept_busy: AtomicU8,
-    /// The open file description may be reached through another fd too
-    /// (dup, dup2, F_DUPFD): a socket timeout set through that other fd is
-    /// not seen here, so the hooks ask the kernel instead of the cache.
-    pub shared: std::sync::atomic::AtomicBool,
-    /// Which file the fd named when a call of generation `file_gen` last
-    /// parked on it (`same_file`): an fd replaced behind corun's back is
-    /// noticed before a call waits on the old file's registration.
-    file_id: AtomicU64,
-    file_gen: AtomicU32,
-    /// When `file_id` was last compared (monotonic ns).
-    file_checked: AtomicU64,
+    /// What the hooks learned and decide with (`fdpolicy.rs`): reset with
+    /// the generation, otherwise only the hooks' business.
+    pub policy: FdPolicy,
     pub waiters: Mutex<Waiters>,
 }
 
@@ -151,14 +115,6 @@ impl FdEntry {
         match dir {
             Dir::Read => &self.read_seq,
             Dir::Write => &self.write_seq,
-        }
-    }
-
-    /// SO_RCVTIMEO (reads) or SO_SNDTIMEO (writes), as recorded.
-    pub fn timeo(&self, dir: Dir) -> &AtomicU64 {
-        match dir {
-            Dir::Read => &self.rcv_timeo,
-            Dir::Write => &self.snd_timeo,
         }
     }
 
@@ -179,11 +135,7 @@ impl FdEntry {
             let mut w = lock(&self.waiters);
             let old = self.gen.fetch_add(1, Ordering::AcqRel);
             let unclaimed = super::fdkeep::hand_over(&mut w, old);
-            self.kind.store(KIND_UNKNOWN, Ordering::Relaxed);
-            self.nonblock.store(0, Ordering::Relaxed);
-            self.rcv_timeo.store(0, Ordering::Relaxed);
-            self.snd_timeo.store(0, Ordering::Relaxed);
-            self.shared.store(false, Ordering::Relaxed);
+            self.policy.forget();
             w.registered = 0;
             let mut all = std::mem::take(&mut w.readers);
             all.append(&mut w.writers);
@@ -192,46 +144,6 @@ impl FdEntry {
         for w in taken {
             w.wake();
         }
-    }
-
-    /// Records which file `fd` names as generation `gen` is registered
-    /// with epoll (`park::enlist`), for `same_file`.
-    pub fn note_file(&self, fd: i32, gen: u32) {
-        if let Some(id) = file_id(fd) {
-            self.file_id.store(id, Ordering::Relaxed);
-            self.file_checked
-                .store(crate::sys::now_ns(), Ordering::Relaxed);
-            self.file_gen.store(gen.wrapping_add(1), Ordering::Release);
-        }
-    }
-
-    /// Whether `fd` still names the file that generation `gen` was
-    /// registered for (true when it has no registration). An fd closed or
-    /// replaced through no hook (inside libc, an inline system call, an
-    /// io_uring close) keeps its generation, and with it an epoll
-    /// registration made for the old file, which the kernel dropped or
-    /// which reports the old file's events: a wait on the new file would
-    /// never wake. Compared by device and inode with one fstat, at most
-    /// once per `FILE_CHECK_NS` per fd (`SOCKET_CHECK_NS` for a socket): an fstat on every park cost 13% of
-    /// a pipe ping-pong's round trip (two parks), and an fd replaced
-    /// behind corun's back within a millisecond of being waited on is not
-    /// what programs do. Files of the anonymous-inode kind (eventfd...)
-    /// share one inode: one replaced by another is not seen.
-    pub fn same_file(&self, fd: i32, gen: u32) -> bool {
-        if self.file_gen.load(Ordering::Acquire) != gen.wrapping_add(1) {
-            return true;
-        }
-        let now = crate::sys::now_ns();
-        let every = if self.kind.load(Ordering::Relaxed) == KIND_SOCKET {
-            SOCKET_CHECK_NS
-        } else {
-            FILE_CHECK_NS
-        };
-        if now.saturating_sub(self.file_checked.load(Ordering::Relaxed)) < every {
-            return true;
-        }
-        self.file_checked.store(now, Ordering::Relaxed);
-        file_id(fd).is_none_or(|id| self.file_id.load(Ordering::Relaxed) == id)
     }
 
     /// Takes the accept try-lock; on failure records the contention so the
@@ -308,36 +220,8 @@ impl FdEntry {
     /// Forgets what the hooks learned (the waiters and registration are
     /// left alone: in an inherited chunk they are the parent's).
     fn forget_learned(&self) {
-        self.kind.store(KIND_UNKNOWN, Ordering::Relaxed);
-        self.nonblock.store(0, Ordering::Relaxed);
-        self.rcv_timeo.store(0, Ordering::Relaxed);
-        self.snd_timeo.store(0, Ordering::Relaxed);
-        self.shared.store(false, Ordering::Relaxed);
+        self.policy.forget();
     }
-
-    /// Copies what the hooks learned from `other` (dup: the new fd shares
-    /// the open file description).
-    pub fn copy_from(&self, other: &FdEntry) {
-        self.kind
-            .store(other.kind.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.nonblock
-            .store(other.nonblock.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.rcv_timeo
-            .store(other.rcv_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.snd_timeo
-            .store(other.snd_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
-    }
-}
-
-/// The device and inode `fd` names, folded into one word.
-fn file_id(fd: i32) -> Option<u64> {
-    // SAFETY: a zeroed stat is a valid out-buffer; raw syscall because the
-    // stat family may be interposed.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { crate::sys::real::syscall!(libc::SYS_fstat, fd, &mut st) } < 0 {
-        return None;
-    }
-    Some(st.st_ino ^ st.st_dev.rotate_left(48))
 }
 
 /// Locks ignoring poison (a panic aborts the process anyway).
@@ -421,7 +305,7 @@ fn alloc_chunk(c: usize) -> *mut FdEntry {
             if !old.is_null() {
                 // SAFETY: `old` is a chunk of CHUNK entries, never freed.
                 let o = unsafe { &*old.add(i) };
-                n.copy_from(o);
+                n.policy.copy_from(&o.policy);
                 n.gen.store(
                     o.gen.load(Ordering::Relaxed).wrapping_add(1),
                     Ordering::Relaxed,
@@ -530,13 +414,13 @@ mod tests {
     #[test]
     fn reset_bumps_gen_and_forgets() {
         let e = get(70_001).unwrap();
-        e.kind.store(KIND_SOCKET, Ordering::Relaxed);
-        e.nonblock.store(NB_ON as u32, Ordering::Relaxed);
+        e.policy.kind.store(KIND_SOCKET, Ordering::Relaxed);
+        e.policy.nonblock.store(NB_ON as u32, Ordering::Relaxed);
         let s = e.snapshot(Dir::Read);
         e.reset();
         assert_ne!(e.gen.load(Ordering::Relaxed), s.gen);
-        assert_eq!(e.kind.load(Ordering::Relaxed), KIND_UNKNOWN);
-        assert_eq!(e.nonblock.load(Ordering::Relaxed), NB_UNKNOWN as u32);
+        assert_eq!(e.policy.kind.load(Ordering::Relaxed), KIND_UNKNOWN);
+        assert_eq!(e.policy.nonblock.load(Ordering::Relaxed), NB_UNKNOWN as u32);
     }
 
     #[test]
@@ -550,18 +434,20 @@ mod tests {
         let e = get(a[0]).unwrap();
         let gen = e.gen.load(Ordering::Acquire);
         assert!(
-            e.same_file(a[0], gen),
+            e.policy.same_file(a[0], gen),
             "nothing registered: nothing to compare"
         );
-        e.note_file(a[0], gen);
-        assert!(e.same_file(a[0], gen));
+        e.policy.note_file(a[0], gen);
+        assert!(e.policy.same_file(a[0], gen));
         // The real dup2: no hook, the generation stays.
         // SAFETY: plain integers.
         assert_eq!(unsafe { crate::sys::real::dup2(b[0], a[0]) }, a[0]);
-        std::thread::sleep(std::time::Duration::from_nanos(2 * FILE_CHECK_NS));
-        assert!(!e.same_file(a[0], gen), "another pipe now");
+        std::thread::sleep(std::time::Duration::from_nanos(
+            2 * super::super::fdpolicy::FILE_CHECK_NS,
+        ));
+        assert!(!e.policy.same_file(a[0], gen), "another pipe now");
         // Checked at most once per FILE_CHECK_NS: the next call trusts it.
-        assert!(e.same_file(a[0], gen));
+        assert!(e.policy.same_file(a[0], gen));
         for fd in [a[0], a[1], b[0], b[1]] {
             // SAFETY: our own fds.
             unsafe { libc::close(fd) };

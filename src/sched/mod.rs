@@ -15,6 +15,7 @@
 //! fork, the watchdog or the blocking pool; `start` below plugs them in.
 
 pub mod blocking;
+mod cfi;
 pub mod chan;
 pub mod chan_queue;
 mod chan_select;
@@ -22,8 +23,10 @@ pub mod confined;
 pub mod cosync;
 pub mod cpuclock;
 pub mod deadline;
+pub mod debugreg;
 pub mod dump;
 pub mod fdkeep;
+pub mod fdpolicy;
 pub mod fdtable;
 pub mod fork;
 pub mod fork_injector;
@@ -50,6 +53,7 @@ pub mod sync;
 pub mod task;
 pub mod timers;
 pub mod token;
+pub mod unwind;
 pub mod wait;
 pub mod waitdesc;
 pub mod waiter;
@@ -59,7 +63,7 @@ pub mod worker;
 pub use park::{
     current, current_id, current_ref, current_stack, exit_current, in_coroutine,
     interrupt_cancelable, park, park_cancelable, park_until_any_ready, park_until_ready,
-    sleep_until, yield_now, FdWait, Woken,
+    sleep_until, yield_now, FdWait, Running, Woken,
 };
 pub use runtime::{run_until_done, runtime};
 pub use spawn::{spawn, spawn_main, spawn_thread};

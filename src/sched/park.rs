@@ -116,13 +116,34 @@ pub fn in_signal_handler() -> bool {
     SIGNAL_DEPTH.get() != 0
 }
 
+/// The running task, as its own code sees it: lends `&Task` for as long as
+/// the handle is held, and cannot leave the thread (`*const` makes it
+/// neither Send nor Sync), so it cannot outlive the task's run on this
+/// worker by being handed to another thread or kept in a static, as the
+/// `&'static Task` it replaces could. A task that keeps one and ends never
+/// uses it again (its frames are gone); coroutines have thread-locals of
+/// their own, so another coroutine does not find it there either.
+#[derive(Clone, Copy)]
+pub struct Running {
+    task: *const Task,
+}
+
+impl std::ops::Deref for Running {
+    type Target = Task;
+    #[inline]
+    fn deref(&self) -> &Task {
+        // SAFETY: made by `current` from the running task's pointer: the
+        // scheduler holds a TaskRef to it for as long as it runs, which is
+        // as long as the code holding this handle (on this thread) runs.
+        unsafe { &*self.task }
+    }
+}
+
 /// The running task, if any.
 #[inline]
-pub fn current() -> Option<&'static Task> {
+pub fn current() -> Option<Running> {
     let p = current_task_ptr();
-    // SAFETY: the scheduler holds a TaskRef to the running task for as long
-    // as it runs, and callers only use the reference inside it.
-    (!p.is_null()).then(|| unsafe { &*p })
+    (!p.is_null()).then_some(Running { task: p })
 }
 
 /// A counted reference to the running task.
@@ -153,6 +174,7 @@ pub fn current_id() -> u64 {
 /// coroutine sees its own errno after any wait, as a thread would.
 pub(super) fn suspend(t: &Task) {
     let saved = crate::sys::errno();
+    t.debug.save_registers();
     let y = t.yielder.get();
     // SAFETY: `yielder` was set when the coroutine started and points at its
     // root frame, alive while the coroutine is; we run inside that coroutine.
@@ -349,7 +371,7 @@ pub(crate) fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w:
             return Enlist::NotPollable(err);
         }
         g.mark_registered(gen, worker.index);
-        e.note_file(fd, gen);
+        e.policy.note_file(fd, gen);
     }
     let list = g.list(dir);
     list.retain(|x| x.is_live());
@@ -461,8 +483,8 @@ pub fn yield_now() {
         return;
     }
     task.yielding.set(true);
-    suspend(task);
-    super::signals::run_pending(task);
+    suspend(&task);
+    super::signals::run_pending(&task);
 }
 
 /// Ends the running coroutine from any depth (`pthread_exit`): `result` is

@@ -50,6 +50,7 @@ impl Worker {
             }
             let wp: *const Worker = self;
             let (guard, top) = (stack.guard_range(), stack.top());
+            t.debug.set_stack(guard.1, top);
             *coro = Some(Coroutine::new(stack, move |y: &Yielder| {
                 // SAFETY: the scheduler holds a TaskRef while the task runs,
                 // and the body only runs while the task runs.

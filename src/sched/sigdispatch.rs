@@ -26,7 +26,9 @@ use super::task::{Task, TaskRef, DONE};
 // The registry of live tasks (normal context only), for the rare searches:
 // a process signal that main blocks, a wake asked for from a handler.
 
-const SHARDS: usize = 16;
+/// As many as the debugger's lists (`debugreg`): a task's record is in
+/// the list of its shard, linked under the shard's lock.
+const SHARDS: usize = super::debugreg::LISTS;
 
 #[derive(Default)]
 pub(super) struct Slots {
@@ -71,14 +73,17 @@ fn shard(id: u64) -> &'static Shard {
 }
 
 pub(super) fn register(t: &TaskRef) {
-    let i = shard(t.id).with(|s| match s.free.pop() {
-        Some(i) => {
-            s.tasks[i] = Some(t.clone());
-            i
-        }
-        None => {
-            s.tasks.push(Some(t.clone()));
-            s.tasks.len() - 1
+    let i = shard(t.id).with(|s| {
+        t.debug_link(t.id as usize % SHARDS);
+        match s.free.pop() {
+            Some(i) => {
+                s.tasks[i] = Some(t.clone());
+                i
+            }
+            None => {
+                s.tasks.push(Some(t.clone()));
+                s.tasks.len() - 1
+            }
         }
     });
     t.ident.sig.slot.store(i + 1, Ordering::Release);
@@ -90,6 +95,7 @@ pub(super) fn unregister(t: &Task) -> bool {
         return false;
     }
     let old = shard(t.id).with(|s| {
+        t.debug.unlink(t.id as usize % SHARDS);
         s.free.push(i - 1);
         s.tasks[i - 1].take()
     });

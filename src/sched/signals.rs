@@ -164,6 +164,7 @@ pub fn task_ended(t: &Task) {
 /// In a forked child, on the forking thread: `me` is the only thread, the
 /// new main; no signal is pending (as after fork).
 pub fn after_fork(me: &TaskRef) {
+    super::debugreg::after_fork_child();
     for sh in &REGISTRY {
         sh.lock.store(false, Ordering::Release);
         sh.with(|s| {
@@ -474,7 +475,7 @@ pub fn task_is_main(t: &Task) -> bool {
 /// woken (directly from normal context, through a worker from a handler).
 pub fn send_to_task(t: &TaskRef, sig: i32, info: &Info) {
     let _ = add_pending(t, sig, info);
-    if current().is_some_and(|c| std::ptr::eq(c, &**t)) {
+    if current().is_some_and(|c| std::ptr::eq(&*c, &**t)) {
         if !in_signal_handler() {
             run_pending(t);
         }

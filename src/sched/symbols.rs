@@ -138,6 +138,9 @@ type CxaDemangle =
 /// A readable name: Rust's (`rustdemangle`), C++ through libstdc++'s
 /// demangler when the process has it; anything else as it is.
 pub fn demangle(name: &str) -> String {
+    // LLVM's suffix on a local symbol it renamed (ThinLTO): not part of
+    // the mangled name.
+    let name = name.split_once(".llvm.").map_or(name, |(n, _)| n);
     if let Some(r) = super::rustdemangle::demangle(name) {
         return r;
     }

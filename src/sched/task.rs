@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::ctx::{Coroutine, GuardedStack, Yielder};
 
+use super::debugreg::DebugRecord;
 use super::identity::Identity;
 use super::waitdesc::WaitDesc;
 use super::waiter::Waiter;
@@ -131,6 +132,9 @@ pub struct Task {
     /// What makes it a thread: thread pointer, signal mask and pending
     /// signals, cancellation state (`identity.rs`).
     pub ident: Identity,
+    /// Its entry in the debugger's registry, with the registers it saved
+    /// at its last suspension (`debugreg.rs`).
+    pub debug: DebugRecord,
 }
 
 // SAFETY: the fields that are not thread-safe (`entry`, `coro`, `yielder`,
@@ -158,8 +162,9 @@ impl Task {
     /// A task whose start routine, for the watchdog, is `start_addr` (a
     /// Rust entry that wraps a C start routine, as `pthread_create` makes).
     pub fn with_start_addr(entry: Entry, stack_size: usize, start_addr: usize) -> TaskRef {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Arc::new(Task {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             state: AtomicU64::new(NEW),
             home: AtomicUsize::new(NO_HOME),
             claim: AtomicUsize::new(0),
@@ -177,7 +182,21 @@ impl Task {
             start_arg: AtomicUsize::new(0),
             wait: WaitDesc::default(),
             ident: Identity::default(),
+            debug: DebugRecord::new(id, start_addr),
         })
+    }
+
+    /// The whole state word: the park sequence and the state (the dump
+    /// compares two reads to know the task stayed suspended in between).
+    pub fn state_word(&self) -> u64 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Puts the task's record in the debugger's list `list` (`debugreg`).
+    pub(super) fn debug_link(&self, list: usize) {
+        let (cause, object) = self.wait.addrs();
+        self.debug
+            .link(list, self.state.as_ptr() as usize, cause, object);
     }
 
     #[inline]

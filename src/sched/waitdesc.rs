@@ -133,6 +133,12 @@ impl WaitDesc {
         )
     }
 
+    /// The addresses of the cause and object words (the debugger's
+    /// registry, `debugreg.rs`).
+    pub(super) fn addrs(&self) -> (usize, usize) {
+        (self.cause.as_ptr() as usize, self.object.as_ptr() as usize)
+    }
+
     fn set(&self, cause: Cause, object: u64) {
         self.cause.store(cause as u8, Relaxed);
         self.object.store(object, Relaxed);

@@ -111,13 +111,14 @@ pub(super) struct Local {
     pub(super) clock: Cell<u64>,
 }
 
-// SAFETY: `local` is only used by the thread whose WORKER thread-local
-// points at this worker (checked by `current_worker`, the only way in);
-// every other field is thread-safe.
-unsafe impl Sync for Worker {}
-// SAFETY: as above; the worker is created on one thread and handed to the
-// thread that drives it before any use of `local`.
-unsafe impl Send for Worker {}
+// SAFETY: a worker's `Local` is only used by the thread that drives the
+// worker (whose WORKER thread-local points at it: `current_worker`, the
+// way in for code outside the loop, and the loop itself, which runs on
+// that thread), after `attach`. The promise is made for `Local` alone:
+// `Worker` is Sync because its other fields are (atomics, queues made for
+// sharing), so a field added outside `Local` that is not thread-safe fails
+// to compile instead of riding on a blanket `unsafe impl Sync for Worker`.
+unsafe impl Sync for Local {}
 
 std::thread_local! {
     pub(super) static WORKER: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };

@@ -23,6 +23,11 @@ pub unsafe extern "C" fn pthread_setname_np(t: pthread_t, name: *const c_char) -
     let mut n = lock(&rec.name);
     n.fill(0);
     n[..s.len()].copy_from_slice(s);
+    drop(n);
+    // The debugger's copy (`sched/debugreg.rs`: gdb reads no Rust layout).
+    if let Some(t) = crate::sched::sigdispatch::find_id(id) {
+        t.debug.set_name(s);
+    }
     0
 }
 

@@ -1,0 +1,153 @@
+//! The hooks' policy for one fd: what they learned about it and decide
+//! with, kept apart from the scheduler's readiness state (`fdtable.rs`), as
+//! Go keeps `internal/poll.FD` apart from its `pollDesc`
+//! (docs/ARCHITECTURE.md §4).
+//!
+//! The readiness side (generation, edge sequences, waiters, epoll
+//! registration) is what the netpoller and a park need; this side is what
+//! a hook needs to make one call: the fd's kind (how to make the call
+//! non-blocking), whether the program itself asked for O_NONBLOCK, its
+//! socket timeouts, whether another fd shares the open file description,
+//! and which file the fd named when a call last parked on it (the
+//! same-file check). The scheduler stores it in the fd's table entry (one
+//! cache line reach from the readiness words, nothing to look up twice),
+//! forgets it when the fd's generation changes, and notes the file when it
+//! registers the fd with epoll; it decides nothing with it.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+use super::fdtable::Dir;
+
+/// How often at most a parked call compares the file its fd names with
+/// the one registered (`FdPolicy::same_file`).
+pub(super) const FILE_CHECK_NS: u64 = 1_000_000;
+/// The same for a socket. A server's connection parks once per request:
+/// at 1,000 connections each socket parked every ~7 ms, so the 1 ms bound
+/// made it one fstat per request, 7-9% of threaded_http's req/s (136k to
+/// 125k, paired runs). A socket number is replaced behind corun's back by
+/// libc-internal code or raw system calls, not by programs waiting on it.
+const SOCKET_CHECK_NS: u64 = 200_000_000;
+
+/// The fd's kind is not known yet.
+pub const KIND_UNKNOWN: u8 = 0;
+/// A socket: MSG_DONTWAIT makes each call non-blocking.
+pub const KIND_SOCKET: u8 = 1;
+/// A pipe, FIFO or other file honouring RWF_NOWAIT (eventfd...).
+pub const KIND_NOWAIT: u8 = 2;
+/// A regular file or block device: always "ready", the call may block on disk.
+pub const KIND_FILE: u8 = 3;
+/// Anything else (tty, timerfd, signalfd...): wait for readiness with poll,
+/// then make the call.
+pub const KIND_OTHER: u8 = 4;
+
+/// The program's O_NONBLOCK wish is not known (ask the kernel once).
+pub const NB_UNKNOWN: u8 = 0;
+pub const NB_OFF: u8 = 1;
+pub const NB_ON: u8 = 2;
+
+#[derive(Default)]
+pub struct FdPolicy {
+    pub kind: AtomicU8,
+    /// `epoch << 2 | NB_*`: the program's O_NONBLOCK wish as last learned,
+    /// valid while the global epoch (hooks::NB_EPOCH) is unchanged.
+    pub nonblock: AtomicU32,
+    /// SO_RCVTIMEO / SO_SNDTIMEO in ns: 0 not known yet (the hooks ask the
+    /// kernel), u64::MAX none.
+    pub rcv_timeo: AtomicU64,
+    pub snd_timeo: AtomicU64,
+    /// The open file description may be reached through another fd too
+    /// (dup, dup2, F_DUPFD): a socket timeout set through that other fd is
+    /// not seen here, so the hooks ask the kernel instead of the cache.
+    pub shared: AtomicBool,
+    /// Which file the fd named when a call of generation `file_gen` last
+    /// parked on it (`same_file`): an fd replaced behind corun's back is
+    /// noticed before a call waits on the old file's registration.
+    file_id: AtomicU64,
+    file_gen: AtomicU32,
+    /// When `file_id` was last compared (monotonic ns).
+    file_checked: AtomicU64,
+}
+
+impl FdPolicy {
+    /// SO_RCVTIMEO (reads) or SO_SNDTIMEO (writes), as recorded.
+    pub fn timeo(&self, dir: Dir) -> &AtomicU64 {
+        match dir {
+            Dir::Read => &self.rcv_timeo,
+            Dir::Write => &self.snd_timeo,
+        }
+    }
+
+    /// Forgets what was learned: the fd names another file now (or none).
+    /// The same-file record needs no reset: it is kept per generation.
+    pub(super) fn forget(&self) {
+        self.kind.store(KIND_UNKNOWN, Ordering::Relaxed);
+        self.nonblock.store(0, Ordering::Relaxed);
+        self.rcv_timeo.store(0, Ordering::Relaxed);
+        self.snd_timeo.store(0, Ordering::Relaxed);
+        self.shared.store(false, Ordering::Relaxed);
+    }
+
+    /// Copies what was learned about `other` (dup: the new fd shares the
+    /// open file description).
+    pub fn copy_from(&self, other: &FdPolicy) {
+        self.kind
+            .store(other.kind.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.nonblock
+            .store(other.nonblock.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.rcv_timeo
+            .store(other.rcv_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.snd_timeo
+            .store(other.snd_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// Records which file `fd` names as generation `gen` is registered
+    /// with epoll (`park::enlist`), for `same_file`.
+    pub fn note_file(&self, fd: i32, gen: u32) {
+        if let Some(id) = file_id(fd) {
+            self.file_id.store(id, Ordering::Relaxed);
+            self.file_checked
+                .store(crate::sys::now_ns(), Ordering::Relaxed);
+            self.file_gen.store(gen.wrapping_add(1), Ordering::Release);
+        }
+    }
+
+    /// Whether `fd` still names the file that generation `gen` was
+    /// registered for (true when it has no registration). An fd closed or
+    /// replaced through no hook (inside libc, an inline system call, an
+    /// io_uring close) keeps its generation, and with it an epoll
+    /// registration made for the old file, which the kernel dropped or
+    /// which reports the old file's events: a wait on the new file would
+    /// never wake. Compared by device and inode with one fstat, at most
+    /// once per `FILE_CHECK_NS` per fd (`SOCKET_CHECK_NS` for a socket): an fstat on every park cost 13% of
+    /// a pipe ping-pong's round trip (two parks), and an fd replaced
+    /// behind corun's back within a millisecond of being waited on is not
+    /// what programs do. Files of the anonymous-inode kind (eventfd...)
+    /// share one inode: one replaced by another is not seen.
+    pub fn same_file(&self, fd: i32, gen: u32) -> bool {
+        if self.file_gen.load(Ordering::Acquire) != gen.wrapping_add(1) {
+            return true;
+        }
+        let now = crate::sys::now_ns();
+        let every = if self.kind.load(Ordering::Relaxed) == KIND_SOCKET {
+            SOCKET_CHECK_NS
+        } else {
+            FILE_CHECK_NS
+        };
+        if now.saturating_sub(self.file_checked.load(Ordering::Relaxed)) < every {
+            return true;
+        }
+        self.file_checked.store(now, Ordering::Relaxed);
+        file_id(fd).is_none_or(|id| self.file_id.load(Ordering::Relaxed) == id)
+    }
+}
+
+/// The device and inode `fd` names, folded into one word.
+fn file_id(fd: i32) -> Option<u64> {
+    // SAFETY: a zeroed stat is a valid out-buffer; raw syscall because the
+    // stat family may be interposed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { crate::sys::real::syscall!(libc::SYS_fstat, fd, &mut st) } < 0 {
+        return None;
+    }
+    Some(st.st_ino ^ st.st_dev.rotate_left(48))
+}
