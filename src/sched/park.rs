@@ -148,7 +148,7 @@ pub fn current() -> Option<Running> {
 
 /// A counted reference to the running task.
 pub fn current_ref() -> Option<TaskRef> {
-    current().map(counted)
+    current().map(|r| counted(&r))
 }
 
 /// A counted reference to `t`, the running task (or one the scheduler
@@ -220,7 +220,8 @@ fn park_described(
     // runs, and every park suspends inside it. Only the waiters left
     // behind hold counts of their own (two locked increments and a
     // decrement fewer per park than a counted copy here).
-    let task: &Task = current().expect("park outside a coroutine");
+    let running = current().expect("park outside a coroutine");
+    let task: &Task = &running;
     let token_point = task.ident.token_point.replace(false);
     // The park token first, then announce, then check: `pthread_cancel`
     // sets its request, then looks at the flag and wakes the park token it

@@ -95,7 +95,7 @@ pub fn yield_if_slice_spent() {
     // The call's errno is the caller's: a handler run at the yield keeps it.
     let e = crate::sys::errno();
     task.yielding.set(true);
-    suspend(task);
-    super::signals::run_pending(task);
+    suspend(&task);
+    super::signals::run_pending(&task);
     crate::sys::set_errno(e);
 }
