@@ -113,6 +113,34 @@ impl Waiters {
     }
 }
 
+/// The waiters of one list, taken under the lock to be woken after it is
+/// let go. A lone waiter (a connection's coroutine: the usual case) is
+/// moved out by itself and the list keeps its allocation: taking the whole
+/// `Vec` made the next park allocate it again (malloc was 6% of
+/// threaded_http's CPU under corun).
+pub(crate) enum Taken {
+    Nobody,
+    One(Waiter),
+    All(Vec<Waiter>),
+}
+
+impl Taken {
+    pub(crate) fn from(list: &mut Vec<Waiter>) -> Taken {
+        if list.len() > 1 {
+            return Taken::All(std::mem::take(list));
+        }
+        list.pop().map_or(Taken::Nobody, Taken::One)
+    }
+
+    pub(crate) fn wake(self) {
+        match self {
+            Taken::Nobody => {}
+            Taken::One(w) => w.wake(),
+            Taken::All(v) => v.into_iter().for_each(Waiter::wake),
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct FdEntry {
     pub gen: AtomicU32,
@@ -261,10 +289,8 @@ impl FdEntry {
     /// Makes every reader look again (as a readiness edge would).
     pub fn wake_readers(&self) {
         self.read_seq.fetch_add(1, Ordering::AcqRel);
-        let r = std::mem::take(&mut lock(&self.waiters).readers);
-        for w in r {
-            w.wake();
-        }
+        let r = Taken::from(&mut lock(&self.waiters).readers);
+        r.wake();
     }
 
     /// The netpoller saw `events` for registration `gen`.
@@ -289,20 +315,19 @@ impl FdEntry {
                 return;
             }
             let r = if rd {
-                std::mem::take(&mut g.readers)
+                Taken::from(&mut g.readers)
             } else {
-                Vec::new()
+                Taken::Nobody
             };
             let w = if wr {
-                std::mem::take(&mut g.writers)
+                Taken::from(&mut g.writers)
             } else {
-                Vec::new()
+                Taken::Nobody
             };
             (r, w)
         };
-        for x in r.into_iter().chain(w) {
-            x.wake();
-        }
+        r.wake();
+        w.wake();
     }
 
     /// Forgets what the hooks learned (the waiters and registration are
@@ -566,6 +591,22 @@ mod tests {
             // SAFETY: our own fds.
             unsafe { libc::close(fd) };
         }
+    }
+
+    #[test]
+    fn a_lone_waiter_is_woken_and_the_list_keeps_its_allocation() {
+        let e = get(70_003).unwrap();
+        let s = e.snapshot(Dir::Read);
+        let p = super::super::waiter::ThreadParker::new();
+        lock(&e.waiters).readers.push(Waiter::Thread(p.clone()));
+        e.on_event(s.gen, libc::EPOLLIN as u32);
+        assert!(p.park(Some(crate::sys::now_ns())), "the waiter was woken");
+        let g = lock(&e.waiters);
+        assert!(g.readers.is_empty());
+        assert!(
+            g.readers.capacity() > 0,
+            "the next park needs no allocation"
+        );
     }
 
     #[test]
