@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
-use super::waiter::Waiter;
+use super::waitlist::{Taken, WaitList};
 
 /// Entries per chunk: small, so that a forked child that touches one fd
 /// rebuilds little (`rebuild_after_fork`).
@@ -71,8 +71,8 @@ pub struct Snapshot {
 
 #[derive(Default)]
 pub struct Waiters {
-    pub readers: Vec<Waiter>,
-    pub writers: Vec<Waiter>,
+    pub readers: WaitList,
+    pub writers: WaitList,
     /// `gen + 1` of the epoll registrations in force, 0 if none.
     pub registered: u32,
     /// The workers whose epoll has the fd (registration `registered`), one
@@ -105,38 +105,10 @@ impl Waiters {
 
 impl Waiters {
     /// The waiters of one direction.
-    pub fn list(&mut self, dir: Dir) -> &mut Vec<Waiter> {
+    pub fn list(&mut self, dir: Dir) -> &mut WaitList {
         match dir {
             Dir::Read => &mut self.readers,
             Dir::Write => &mut self.writers,
-        }
-    }
-}
-
-/// The waiters of one list, taken under the lock to be woken after it is
-/// let go. A lone waiter (a connection's coroutine: the usual case) is
-/// moved out by itself and the list keeps its allocation: taking the whole
-/// `Vec` made the next park allocate it again (malloc was 6% of
-/// threaded_http's CPU under corun).
-pub(crate) enum Taken {
-    Nobody,
-    One(Waiter),
-    All(Vec<Waiter>),
-}
-
-impl Taken {
-    pub(crate) fn from(list: &mut Vec<Waiter>) -> Taken {
-        if list.len() > 1 {
-            return Taken::All(std::mem::take(list));
-        }
-        list.pop().map_or(Taken::Nobody, Taken::One)
-    }
-
-    pub(crate) fn wake(self) {
-        match self {
-            Taken::Nobody => {}
-            Taken::One(w) => w.wake(),
-            Taken::All(v) => v.into_iter().for_each(Waiter::wake),
         }
     }
 }
@@ -213,13 +185,10 @@ impl FdEntry {
             self.snd_timeo.store(0, Ordering::Relaxed);
             self.shared.store(false, Ordering::Relaxed);
             w.registered = 0;
-            let mut all = std::mem::take(&mut w.readers);
-            all.append(&mut w.writers);
-            (all, unclaimed)
+            ((w.readers.take(), w.writers.take()), unclaimed)
         };
-        for w in taken {
-            w.wake();
-        }
+        taken.0.wake();
+        taken.1.wake();
     }
 
     /// Records which file `fd` names as generation `gen` is registered
@@ -289,7 +258,7 @@ impl FdEntry {
     /// Makes every reader look again (as a readiness edge would).
     pub fn wake_readers(&self) {
         self.read_seq.fetch_add(1, Ordering::AcqRel);
-        let r = Taken::from(&mut lock(&self.waiters).readers);
+        let r = lock(&self.waiters).readers.take();
         r.wake();
     }
 
@@ -314,20 +283,11 @@ impl FdEntry {
             if g.readers.is_empty() && g.writers.is_empty() {
                 return;
             }
-            let r = if rd {
-                Taken::from(&mut g.readers)
-            } else {
-                Taken::Nobody
-            };
-            let w = if wr {
-                Taken::from(&mut g.writers)
-            } else {
-                Taken::Nobody
-            };
+            let r = rd.then(|| g.readers.take());
+            let w = wr.then(|| g.writers.take());
             (r, w)
         };
-        r.wake();
-        w.wake();
+        r.into_iter().chain(w).for_each(Taken::wake);
     }
 
     /// Forgets what the hooks learned (the waiters and registration are
@@ -594,19 +554,15 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_waiter_is_woken_and_the_list_keeps_its_allocation() {
+    fn a_readiness_event_wakes_the_reader() {
         let e = get(70_003).unwrap();
         let s = e.snapshot(Dir::Read);
         let p = super::super::waiter::ThreadParker::new();
-        lock(&e.waiters).readers.push(Waiter::Thread(p.clone()));
+        let w = super::super::waiter::Waiter::Thread(p.clone());
+        lock(&e.waiters).readers.push(w);
         e.on_event(s.gen, libc::EPOLLIN as u32);
         assert!(p.park(Some(crate::sys::now_ns())), "the waiter was woken");
-        let g = lock(&e.waiters);
-        assert!(g.readers.is_empty());
-        assert!(
-            g.readers.capacity() > 0,
-            "the next park needs no allocation"
-        );
+        assert!(lock(&e.waiters).readers.is_empty());
     }
 
     #[test]

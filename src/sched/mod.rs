@@ -51,6 +51,7 @@ pub mod token;
 pub mod wait;
 pub mod waitdesc;
 pub mod waiter;
+pub mod waitlist;
 pub mod watchdog;
 pub mod worker;
 
