@@ -22,7 +22,7 @@
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
-use super::waiter::Waiter;
+use super::waitlist::{Taken, WaitList};
 
 /// Entries per chunk: small, so that a forked child that touches one fd
 /// rebuilds little (`rebuild_after_fork`).
@@ -51,8 +51,8 @@ pub struct Snapshot {
 
 #[derive(Default)]
 pub struct Waiters {
-    pub readers: Vec<Waiter>,
-    pub writers: Vec<Waiter>,
+    pub readers: WaitList,
+    pub writers: WaitList,
     /// `gen + 1` of the epoll registrations in force, 0 if none.
     pub registered: u32,
     /// The workers whose epoll has the fd (registration `registered`), one
@@ -85,7 +85,7 @@ impl Waiters {
 
 impl Waiters {
     /// The waiters of one direction.
-    pub fn list(&mut self, dir: Dir) -> &mut Vec<Waiter> {
+    pub fn list(&mut self, dir: Dir) -> &mut WaitList {
         match dir {
             Dir::Read => &mut self.readers,
             Dir::Write => &mut self.writers,
@@ -137,13 +137,10 @@ impl FdEntry {
             let unclaimed = super::fdkeep::hand_over(&mut w, old);
             self.policy.forget();
             w.registered = 0;
-            let mut all = std::mem::take(&mut w.readers);
-            all.append(&mut w.writers);
-            (all, unclaimed)
+            ((w.readers.take(), w.writers.take()), unclaimed)
         };
-        for w in taken {
-            w.wake();
-        }
+        taken.0.wake();
+        taken.1.wake();
     }
 
     /// Takes the accept try-lock; on failure records the contention so the
@@ -173,10 +170,8 @@ impl FdEntry {
     /// Makes every reader look again (as a readiness edge would).
     pub fn wake_readers(&self) {
         self.read_seq.fetch_add(1, Ordering::AcqRel);
-        let r = std::mem::take(&mut lock(&self.waiters).readers);
-        for w in r {
-            w.wake();
-        }
+        let r = lock(&self.waiters).readers.take();
+        r.wake();
     }
 
     /// The netpoller saw `events` for registration `gen`.
@@ -200,21 +195,11 @@ impl FdEntry {
             if g.readers.is_empty() && g.writers.is_empty() {
                 return;
             }
-            let r = if rd {
-                std::mem::take(&mut g.readers)
-            } else {
-                Vec::new()
-            };
-            let w = if wr {
-                std::mem::take(&mut g.writers)
-            } else {
-                Vec::new()
-            };
+            let r = rd.then(|| g.readers.take());
+            let w = wr.then(|| g.writers.take());
             (r, w)
         };
-        for x in r.into_iter().chain(w) {
-            x.wake();
-        }
+        r.into_iter().chain(w).for_each(Taken::wake);
     }
 
     /// Forgets what the hooks learned (the waiters and registration are
@@ -452,6 +437,18 @@ mod tests {
             // SAFETY: our own fds.
             unsafe { libc::close(fd) };
         }
+    }
+
+    #[test]
+    fn a_readiness_event_wakes_the_reader() {
+        let e = get(70_003).unwrap();
+        let s = e.snapshot(Dir::Read);
+        let p = super::super::waiter::ThreadParker::new();
+        let w = super::super::waiter::Waiter::Thread(p.clone());
+        lock(&e.waiters).readers.push(w);
+        e.on_event(s.gen, libc::EPOLLIN as u32);
+        assert!(p.park(Some(crate::sys::now_ns())), "the waiter was woken");
+        assert!(lock(&e.waiters).readers.is_empty());
     }
 
     #[test]

@@ -86,8 +86,10 @@ fn keep_only(me: &'static Worker) {
 fn reset_worker(w: &'static Worker) {
     w.local.stale.set(true);
     let drop_all = |t: super::task::TaskRef| std::mem::forget(t);
-    while let Some(t) = w.local.run_queue.borrow_mut().pop() {
-        drop_all(t);
+    while let Some(turn) = w.local.run_queue.borrow_mut().pop() {
+        if let super::run_queue::Turn::Ready(t) = turn {
+            drop_all(t);
+        }
     }
     while let Some(t) = w.local.fresh.pop() {
         drop_all(t);

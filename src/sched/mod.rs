@@ -57,6 +57,7 @@ pub mod unwind;
 pub mod wait;
 pub mod waitdesc;
 pub mod waiter;
+pub mod waitlist;
 pub mod watchdog;
 pub mod worker;
 

@@ -1,7 +1,10 @@
 //! The scheduler loop a worker runs: which task next, when to poll, when
 //! to steal, when to sleep.
 //!
-//! Run a task from the queues; every `POLL_EVERY` tasks, or when there is
+//! Run a task from the queues, in order: the local run queue is FIFO, and
+//! a never-run task (spawned here, or placed here by another thread and
+//! adopted every `POLL_EVERY` tasks) takes its turn in it
+//! (`run_queue.rs`); every `POLL_EVERY` tasks, or when there is
 //! nothing to run, poll the netpoller (without blocking when work remains)
 //! and fire expired timers; when idle, steal never-run tasks from the
 //! others, watch the shared queues a few microseconds if another worker
@@ -10,6 +13,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::run_queue::Turn;
 use super::runtime::{runtime, Runtime};
 use super::task::TaskRef;
 use super::worker::{steal_one, Worker};
@@ -73,28 +77,67 @@ impl Worker {
         let tick = self.local.tick.get().wrapping_add(1);
         self.local.tick.set(tick);
         if tick.is_multiple_of(POLL_EVERY) {
-            // Fairness: shared queues and never-run tasks get a turn even
-            // when the local queue never drains; so do tasks woken from
-            // other threads (the blocking pool, other workers), which join
-            // the back of the local queue.
+            // Fairness: tasks woken from other threads (the blocking pool,
+            // other workers) join the back of the local queue, and so do
+            // the turns of never-run tasks other threads placed here; the
+            // global queue gets a turn even when the local one never
+            // drains.
             self.drain_inbox();
-            if let Some(t) = self.pop_placed(rt) {
-                return Some(t);
-            }
-            if let Some(t) = self.pop_fresh() {
+            self.adopt_placed();
+            if let Some(t) = self.pop_global(rt) {
                 return Some(t);
             }
         }
-        if let Some(t) = self.local.run_queue.borrow_mut().pop() {
+        if let Some(t) = self.pop_run_queue() {
             return Some(t);
         }
         if self.has_remote() {
             self.drain_inbox();
-            if let Some(t) = self.local.run_queue.borrow_mut().pop() {
+            if let Some(t) = self.pop_run_queue() {
                 return Some(t);
             }
         }
         self.pop_fresh().or_else(|| self.pop_placed(rt))
+    }
+
+    /// The next entry of the local run queue: a task that ran before, or
+    /// the oldest never-run task when a fresh turn comes up (turns whose
+    /// task was taken elsewhere are skipped: `run_queue.rs`).
+    fn pop_run_queue(&self) -> Option<TaskRef> {
+        loop {
+            let turn = self.local.run_queue.borrow_mut().pop()?;
+            match turn {
+                Turn::Ready(t) => return Some(t),
+                Turn::Fresh => {
+                    if let Some(t) = self.pop_fresh() {
+                        return Some(t);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves the never-run tasks other threads placed here (up to 256) to
+    /// the local deque, each with its turn: they wait one round of the
+    /// ready tasks, and stay stealable.
+    fn adopt_placed(&self) {
+        for _ in 0..256 {
+            match steal_one(&self.placed) {
+                Some(t) => self.push_fresh(t),
+                None => break,
+            }
+        }
+    }
+
+    /// A never-run task from the global queue (spawned by a native
+    /// thread), skipping stale entries.
+    fn pop_global(&self, rt: &Runtime) -> Option<TaskRef> {
+        while let Some(t) = steal_one(&rt.global) {
+            if t.take(self.index) {
+                return Some(t);
+            }
+        }
+        None
     }
 
     /// A never-run task spawned here, skipping stale entries (tasks a

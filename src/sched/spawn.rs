@@ -217,7 +217,7 @@ fn spawn_at(
             w.load.fetch_add(1, Ordering::Relaxed);
             t.set_home(w.index);
             if me.is_some_and(|m| m.index == w.index) {
-                w.local.fresh.push(t.clone());
+                w.push_fresh(t.clone());
                 if spawner_busy {
                     wake_thief(rt, w);
                 }

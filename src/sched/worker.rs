@@ -16,6 +16,7 @@
 //! - `run_queue`: tasks that ran before and are runnable again. They are
 //!   pinned to this worker for life, because C code may keep the address of
 //!   errno or other thread-local data across a call (docs/ARCHITECTURE.md §5.2).
+//!   A never-run task queued in `fresh` has its turn in it too.
 //! - `inbox`: tasks of this worker made runnable by other threads (a
 //!   netpoller of another worker, a mutex unlocked elsewhere). The owner
 //!   moves them to `run_queue`. The first such task waits in `handoff`, a
@@ -263,6 +264,13 @@ impl Worker {
             }
         }
         steal_one(&self.inbox)
+    }
+
+    /// Queues a never-run task here, stealable, with its turn in the run
+    /// queue (`run_queue.rs`). Only the worker's own thread.
+    pub(super) fn push_fresh(&self, t: TaskRef) {
+        self.local.fresh.push(t);
+        self.local.run_queue.borrow_mut().push_fresh_turn();
     }
 
     /// Whether anything else could run here now (for a yield).
