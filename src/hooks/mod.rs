@@ -69,6 +69,7 @@ pub mod cancel;
 pub mod clock;
 pub mod dns;
 pub mod epoll;
+mod epoll_solo;
 pub mod fdctl;
 pub mod file;
 pub mod io_uring;

@@ -39,6 +39,7 @@ pub mod sigdispatch;
 pub mod siginfo;
 pub mod sigmask;
 pub mod signals;
+pub mod solo;
 pub mod spawn;
 pub mod stack_pool;
 pub mod startname;
