@@ -15,6 +15,10 @@
 //!         deadline? 0; park_until_ready(epfd, read, snapshot, deadline)
 //! ```
 //!
+//! A coroutine alone on its worker skips all that and blocks in the real
+//! call, as natively (`epoll_solo.rs`); reserved events that way adds to an
+//! epoll set never reach the program, whichever call returns them.
+//!
 //! A handler that runs in the coroutine meanwhile ends the wait with EINTR;
 //! the signal mask of `epoll_pwait`/`epoll_pwait2` is the coroutine's for
 //! the whole call, as in `poll.rs`. `epoll_create`/`epoll_create1` reset the new fd's entry
@@ -24,6 +28,7 @@ use std::ffi::c_int;
 
 use libc::{epoll_event, sigset_t, timespec};
 
+use super::epoll_solo::{self, Solo};
 use super::fdctl::note_new_fd;
 use super::poll::{parking_with, with_wait_mask};
 use crate::sched::fdtable::{self, Dir, KIND_OTHER};
@@ -55,12 +60,31 @@ fn epoll_parking(
     let check = || unsafe { next::epoll_pwait(epfd, ev, max, 0, mask) };
     let mut blocking = false;
     let r = with_wait_mask(mask, |intr| {
+        let mut solo = true;
         loop {
+            if solo {
+                // Alone on the worker: one blocking call, as natively.
+                if intr.check().is_some() {
+                    set_errno(libc::EINTR);
+                    return -1;
+                }
+                if crate::sched::token::cancel_point() {
+                    set_errno(libc::ECANCELED);
+                    return -1;
+                }
+                match epoll_solo::wait(epfd, ev, max, deadline, mask) {
+                    Solo::Done(r) => return r,
+                    Solo::Round => {}
+                    Solo::No => epoll_solo::unshare(epfd),
+                }
+            }
             // The snapshot (two atomic loads) comes before the check, so
             // one check per round is enough: an edge after it moves the
             // sequence.
             let seen = e.snapshot(Dir::Read);
             let r = check();
+            // SAFETY: on success the kernel wrote `r` events to `ev`.
+            let r = unsafe { epoll_solo::filter(epfd, ev, r) };
             if r != 0 {
                 return r;
             }
@@ -75,6 +99,7 @@ fn epoll_parking(
                 set_errno(libc::ECANCELED);
                 return -1;
             }
+            solo = true;
             match park_until_ready(epfd, Dir::Read, seen, deadline) {
                 FdWait::Ready | FdWait::TimedOut => {}
                 FdWait::Closed => {
@@ -104,8 +129,10 @@ pub unsafe extern "C" fn epoll_wait(
             return r;
         }
     }
-    // SAFETY: the caller's epoll_wait contract.
-    unsafe { real::epoll_wait(epfd, ev, max, timeout) }
+    passthrough(epfd, ev, timeout, |t| {
+        // SAFETY: the caller's epoll_wait contract.
+        unsafe { real::epoll_wait(epfd, ev, max, t) }
+    })
 }
 
 #[no_mangle]
@@ -122,8 +149,10 @@ pub unsafe extern "C" fn epoll_pwait(
             return r;
         }
     }
-    // SAFETY: the caller's epoll_pwait contract.
-    unsafe { next::epoll_pwait(epfd, ev, max, timeout, mask) }
+    passthrough(epfd, ev, timeout, |t| {
+        // SAFETY: the caller's epoll_pwait contract.
+        unsafe { next::epoll_pwait(epfd, ev, max, t, mask) }
+    })
 }
 
 #[no_mangle]
@@ -144,7 +173,55 @@ pub unsafe extern "C" fn epoll_pwait2(
         }
     }
     // SAFETY: the caller's epoll_pwait2 contract.
-    unsafe { next::epoll_pwait2(epfd, ev, max, ts, mask) }
+    let r = unsafe { next::epoll_pwait2(epfd, ev, max, ts, mask) };
+    // SAFETY: on success the kernel wrote `r` events to `ev`.
+    let n = unsafe { epoll_solo::filter(epfd, ev, r) };
+    if n == 0 && r > 0 {
+        // Only a reserved event: the kernel's wait had not ended for the
+        // program; its own timeout (a timespec) is rare here, so wait
+        // again as epoll_pwait with the time left, in milliseconds.
+        // SAFETY: NULL or readable per the caller's contract.
+        let left = match unsafe { super::poll::parking_deadline(ts) } {
+            None => 0,
+            Some(None) => -1,
+            Some(Some(d)) => d.saturating_sub(now_ns()).div_ceil(1_000_000) as c_int,
+        };
+        return passthrough(epfd, ev, left, |t| {
+            // SAFETY: the caller's epoll_pwait2 contract.
+            unsafe { next::epoll_pwait(epfd, ev, max, t, mask) }
+        });
+    }
+    n
+}
+
+/// A real epoll call `call(timeout_ms)` without reserved events
+/// (`epoll_solo.rs`): one that returned only those waits again for the
+/// time left.
+fn passthrough(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    mut timeout: c_int,
+    call: impl Fn(c_int) -> c_int,
+) -> c_int {
+    if !epoll_solo::used() {
+        return call(timeout);
+    }
+    let deadline = super::poll::deadline_ms(timeout);
+    loop {
+        let r = call(timeout);
+        // SAFETY: on success the kernel wrote `r` events to `ev`.
+        let n = unsafe { epoll_solo::filter(epfd, ev, r) };
+        if n != 0 || r <= 0 || timeout == 0 {
+            return n;
+        }
+        if let Some(d) = deadline {
+            let left = d.saturating_sub(now_ns());
+            if left == 0 {
+                return 0;
+            }
+            timeout = left.div_ceil(1_000_000).min(c_int::MAX as u64) as c_int;
+        }
+    }
 }
 
 #[no_mangle]
@@ -153,6 +230,7 @@ pub unsafe extern "C" fn epoll_create(size: c_int) -> c_int {
     let r = unsafe { next::epoll_create(size) };
     if r >= 0 {
         note_new_fd(r, KIND_OTHER, false);
+        epoll_solo::reset(r);
     }
     r
 }
@@ -163,6 +241,7 @@ pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
     let r = unsafe { next::epoll_create1(flags) };
     if r >= 0 {
         note_new_fd(r, KIND_OTHER, false);
+        epoll_solo::reset(r);
     }
     r
 }

@@ -9,6 +9,7 @@
 //! | `sendfile.rs` | sendfile, sendfile64, splice |
 //! | `poll.rs`     | poll, ppoll, select, pselect, __poll_chk, __ppoll_chk |
 //! | `epoll.rs`    | epoll_wait, epoll_pwait, epoll_pwait2, epoll_create, epoll_create1 |
+//! | `epoll_solo.rs`| (no symbol) a coroutine alone on its worker waits in its own epoll set, for `epoll.rs` |
 //! | `sleep.rs`    | sleep, usleep, nanosleep, clock_nanosleep |
 //! | `fdctl.rs`    | close, close_range, closefrom, fclose, freopen(64), dup, dup2, dup3, fcntl, fcntl64, ioctl, flock, lockf(64), pipe, pipe2 |
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
@@ -69,6 +70,7 @@ pub mod cancel;
 pub mod clock;
 pub mod dns;
 pub mod epoll;
+mod epoll_solo;
 pub mod fdctl;
 pub mod file;
 pub mod io_uring;

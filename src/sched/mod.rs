@@ -44,6 +44,7 @@ pub mod siginfo;
 pub mod sigmask;
 pub mod signals;
 pub mod slice;
+pub mod solo;
 pub mod spawn;
 pub mod stack_pool;
 pub mod startname;

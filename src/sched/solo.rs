@@ -1,0 +1,88 @@
+//! A worker's only coroutine sleeping in a call of its own.
+//!
+//! An event loop thread (haproxy's, redis's, one per worker) waits in its
+//! own `epoll_wait`. Parked the usual way, each wait that finds nothing
+//! costs three epoll calls: the program's with a zero timeout, the
+//! worker's blocking one (the program's epoll fd is in it), and the
+//! program's again once woken; natively it is one. When the coroutine is
+//! the only live task of its worker and nothing is queued there, nothing
+//! else could run on the worker meanwhile: the hook may block in the
+//! program's own call instead (`hooks/epoll_solo.rs`), with the worker's
+//! wake eventfd added to the program's epoll set, so that whatever would
+//! have woken the sleeping worker (a task placed here, a signal to route,
+//! a stolen task) ends that call too.
+//!
+//! `sleep_solo` is the worker's sleep, as in `netpoller.rs`: it announces
+//! `sleeping`, re-checks the shared queues, and only then blocks; a
+//! producer pushes first, then writes the eventfd if it sees `sleeping`
+//! (`Worker::notify`). Meanwhile the worker shows no running task, as a
+//! sleeping scheduler does, and each wait counts as a switch: the
+//! watchdog does not call the waits a stall, and other workers do not
+//! steal because the worker looks held.
+
+use std::sync::atomic::{fence, Ordering};
+
+use super::runtime::runtime;
+use super::worker::{current_task_ptr, current_worker, Worker};
+
+/// The wake eventfd of the running coroutine's worker, if the coroutine
+/// is that worker's only live task, nothing is queued or due there, and
+/// the worker's thread has its own epoll (not a forked child's stale one).
+pub fn solo_wake_fd() -> Option<i32> {
+    let w = solo_worker()?;
+    w.renewed();
+    Some(w.wake.fd())
+}
+
+/// The wake eventfd of this thread's worker, alone there or not.
+pub fn worker_wake_fd() -> Option<i32> {
+    current_worker().map(|w| w.wake.fd())
+}
+
+fn solo_worker() -> Option<&'static Worker> {
+    if current_task_ptr().is_null() {
+        return None;
+    }
+    let w = current_worker()?;
+    let alone = w.load.load(Ordering::Relaxed) == 1
+        && !w.has_other_work()
+        && w.local.timers.borrow().is_empty();
+    alone.then_some(w)
+}
+
+/// Runs `wait` (a blocking call that the worker's wake eventfd, `fd`,
+/// ends) as the worker's sleep; None if the worker has work after all, or
+/// its eventfd is no longer `fd`.
+pub fn sleep_solo<R>(fd: i32, wait: impl FnOnce() -> R) -> Option<R> {
+    let rt = runtime()?;
+    let w = solo_worker()?;
+    if w.wake.fd() != fd {
+        return None;
+    }
+    w.sleeping.store(true, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    if w.has_shared_work(rt) {
+        w.sleeping.store(false, Ordering::SeqCst);
+        return None;
+    }
+    let id = w.running_id.swap(0, Ordering::Relaxed);
+    let r = wait();
+    w.sleeping.store(false, Ordering::SeqCst);
+    // Back from the scheduler's sleep, as after a switch: the watchdog's
+    // heartbeat moves (it looks for a task that holds its worker).
+    w.running_since
+        .store(w.local.clock.get(), Ordering::Relaxed);
+    w.switches
+        .store(w.switches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    w.running_id.store(id, Ordering::Relaxed);
+    Some(r)
+}
+
+/// Resets the worker's eventfd after a solo wait it ended: the wake-up is
+/// taken (what it announced is in the shared queues, which the scheduler
+/// reads next).
+pub fn drain_wake() {
+    if let Some(w) = current_worker() {
+        w.wake.drain();
+    }
+}
