@@ -13,6 +13,12 @@
 //! Data flows down; nothing below knows the layer above.
 
 pub mod config;
+
+/// The runtime allocates from glibc's heap, never through the program's
+/// `malloc`, which may call hooks from inside itself (`sys/alloc.rs`).
+#[global_allocator]
+static HEAP: sys::alloc::LibcHeap = sys::alloc::LibcHeap;
+
 pub mod ctx;
 pub mod sched;
 pub mod sys;

@@ -3,6 +3,7 @@
 //! coroutines; everything above calls the kernel only through this module or
 //! through `libc` functions that corun does not interpose.
 
+pub mod alloc;
 pub mod epoll;
 pub mod real;
 

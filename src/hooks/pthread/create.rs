@@ -178,21 +178,31 @@ pub unsafe extern "C" fn pthread_create(
         lock(&rec.state).detached = true;
     }
     let rec2 = rec.clone();
+    // The thread's extension is made here and installed before anything
+    // else runs in the thread: a value the thread sets (jemalloc calls
+    // pthread_setspecific at the thread's first malloc) must land in it,
+    // not in one made on demand and then replaced (its destructor would
+    // never run).
+    let local = Handoff(ThreadLocal::boxed(rec.clone(), true));
     let arg = arg as usize;
     let entry = sched::Entry::Rust(Box::new(move || {
+        let Handoff(local) = local;
         if let Some(me) = current_ref() {
+            // SAFETY: the new task's own extension, touched only by the
+            // task itself, which runs this before any program code.
+            let ext = unsafe { &mut *me.ext.get() };
+            match ext.as_mut().and_then(|e| e.downcast_mut::<ThreadLocal>()) {
+                // Made on demand already: the values it holds are kept.
+                Some(l) => {
+                    l.rec = rec2.clone();
+                    l.created = true;
+                }
+                None => *ext = Some(local),
+            }
             // The thread enters itself in the table before running any
             // program code (pthread_create does too, whichever is first):
             // it may hand out its own handle at once.
             register(me.clone(), &rec2);
-            // SAFETY: the new task's own extension, set before it runs code.
-            unsafe {
-                *me.ext.get() = Some(Box::new(ThreadLocal {
-                    rec: rec2,
-                    created: true,
-                    tsd: Vec::new(),
-                }) as Box<dyn Any>)
-            };
         }
         if let Some(me) = current() {
             // Where pthread_exit's unwinding stops: this frame is above

@@ -178,6 +178,23 @@ struct ThreadLocal {
     tsd: Vec<(u64, *mut c_void)>,
 }
 
+impl ThreadLocal {
+    fn boxed(rec: Arc<ThreadRec>, created: bool) -> Box<dyn Any> {
+        Box::new(ThreadLocal {
+            rec,
+            created,
+            tsd: Vec::new(),
+        })
+    }
+}
+
+/// A new thread's extension on its way from its creator to the thread.
+struct Handoff(Box<dyn Any>);
+// SAFETY: a fresh `ThreadLocal` holding no values yet (its raw pointers
+// are the program's thread-specific values, none set), moved once to the
+// one thread that uses it.
+unsafe impl Send for Handoff {}
+
 struct Entry {
     task: TaskRef,
     rec: Arc<ThreadRec>,
@@ -223,11 +240,7 @@ fn with_local<R>(f: impl FnOnce(&mut ThreadLocal) -> R) -> Option<R> {
                 );
             }
         }
-        *ext = Some(Box::new(ThreadLocal {
-            rec,
-            created: false,
-            tsd: Vec::new(),
-        }) as Box<dyn Any>);
+        *ext = Some(ThreadLocal::boxed(rec, false));
     }
     let tl = ext.as_mut()?.downcast_mut::<ThreadLocal>()?;
     Some(f(tl))

@@ -1,0 +1,90 @@
+//! The runtime's own heap: glibc's malloc, called by its internal names,
+//! never the program's `malloc`.
+//!
+//! # Why
+//!
+//! The program's `malloc` may be another allocator (redis-server links
+//! jemalloc) that calls interposed functions from inside itself:
+//! `pthread_mutex_lock` on a contended arena lock, `pthread_setspecific`
+//! when it sets up a thread's state at the thread's first call. Those hooks
+//! park or keep values, which allocates; had the runtime's allocations gone
+//! to the program's `malloc`, they would re-enter it half way through
+//! (jemalloc, in a new thread: a NULL tcache bin read at once, SIGSEGV, or
+//! a self-deadlock on its own mutex). glibc's `pthread_mutex_lock` never
+//! allocates, so a program never sees that natively.
+//!
+//! `__libc_malloc` and friends are glibc's exported names of its own
+//! allocator (GLIBC_2.2.5); it takes only glibc's internal locks and calls
+//! nothing interposable. Memory the runtime gets from here is only ever
+//! freed by the runtime; what it hands to the program or takes from it
+//! (`__cxa_demangle`'s string) goes through `libc::malloc`/`libc::free`.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::ffi::c_void;
+
+extern "C" {
+    fn __libc_malloc(size: usize) -> *mut c_void;
+    fn __libc_calloc(n: usize, size: usize) -> *mut c_void;
+    fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
+    fn __libc_free(p: *mut c_void);
+}
+
+/// What glibc's malloc guarantees without being asked (x86_64).
+const MIN_ALIGN: usize = 16;
+
+pub struct LibcHeap;
+
+// SAFETY: glibc's allocator returns memory aligned to MIN_ALIGN, or to the
+// alignment asked of memalign; blocks are freed and resized only by the
+// functions of the same allocator.
+unsafe impl GlobalAlloc for LibcHeap {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.align() <= MIN_ALIGN && layout.align() <= layout.size() {
+            // SAFETY: plain allocation.
+            unsafe { __libc_malloc(layout.size()) as *mut u8 }
+        } else {
+            // SAFETY: a power-of-two alignment (Layout's invariant).
+            unsafe { __libc_memalign(layout.align(), layout.size()) as *mut u8 }
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.align() <= MIN_ALIGN && layout.align() <= layout.size() {
+            // SAFETY: plain allocation.
+            unsafe { __libc_calloc(1, layout.size()) as *mut u8 }
+        } else {
+            // SAFETY: as in alloc; the block is zeroed before use.
+            unsafe {
+                let p = self.alloc(layout);
+                if !p.is_null() {
+                    std::ptr::write_bytes(p, 0, layout.size());
+                }
+                p
+            }
+        }
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, _layout: Layout) {
+        // SAFETY: `p` came from this allocator (GlobalAlloc's contract).
+        unsafe { __libc_free(p as *mut c_void) }
+    }
+
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if layout.align() <= MIN_ALIGN && layout.align() <= new_size {
+            // SAFETY: `p` came from this allocator with malloc's alignment.
+            unsafe { __libc_realloc(p as *mut c_void, new_size) as *mut u8 }
+        } else {
+            // SAFETY: a fresh block of the new size, the old contents
+            // copied, the old block freed (GlobalAlloc's own fallback).
+            unsafe {
+                let new = self.alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(p, new, layout.size().min(new_size));
+                    self.dealloc(p, layout);
+                }
+                new
+            }
+        }
+    }
+}
