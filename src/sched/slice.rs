@@ -85,6 +85,11 @@ pub fn yield_if_slice_spent() {
         return;
     }
     MARK.set(NONE);
+    // The process's only coroutine has nobody to give its worker to, and
+    // makes its calls as natively (`parking`): no poll, no yield.
+    if super::alone() {
+        return;
+    }
     let (Some(task), Some(rt)) = (current(), super::runtime::runtime()) else {
         return;
     };
