@@ -41,6 +41,9 @@ pub struct Config {
     pub own_tls: bool,
     /// The signal that makes the process write a dump (0: none).
     pub dump_signal: i32,
+    /// Time slice after which a coroutine that computes is preempted
+    /// (CORUN_PREEMPT_MS; 0: never, the cooperative behaviour).
+    pub preempt_ms: u64,
 }
 
 impl Config {
@@ -133,8 +136,20 @@ impl Config {
                 )
             })?,
         };
+        let preempt_ms = match s("CORUN_PREEMPT_MS")? {
+            None => 10,
+            Some(v) => match v.parse::<u64>() {
+                Ok(n) if n <= 1000 => n,
+                _ => {
+                    return Err(format!(
+                        "CORUN_PREEMPT_MS={v:?} is not a time slice; use milliseconds from 0 (off) to 1000"
+                    ))
+                }
+            },
+        };
         Ok(Config {
             dump_signal,
+            preempt_ms,
             own_tls,
             workers,
             stack_size,
@@ -237,6 +252,7 @@ pub const KNOWN: &[&str] = &[
     "CORUN_STALL_MS",
     "CORUN_BLOCKING_THREADS",
     "CORUN_DUMP_SIGNAL",
+    "CORUN_PREEMPT_MS",
     "CORUN_LIB",
 ];
 

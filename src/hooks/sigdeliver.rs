@@ -244,6 +244,8 @@ fn to_this_thread(sig: c_int, info: &Info) -> bool {
 }
 
 fn is_kick(info: &Info) -> bool {
+    // (A preemption request that found nothing to preempt is no signal
+    // either: the trampoline returns before it gets here.)
     siginfo::code(info) == libc::SI_QUEUE
         && siginfo::value(info) == signals::KICK_VALUE
         // SAFETY: getpid has no preconditions.
@@ -320,6 +322,16 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
         return;
     }
     let saved_errno = errno();
+    if sig == sched::preempt::SIGNAL {
+        // SAFETY: the kernel's siginfo for this delivery (or NULL).
+        let inf = unsafe { siginfo::from_ptr(info, sig) };
+        if sched::preempt::is_request(&inf) {
+            // corun's own preemption request, never the program's.
+            sched::preempt::on_signal(uc);
+            set_errno(saved_errno);
+            return;
+        }
+    }
     async_signal_enter();
     // SAFETY: the kernel's siginfo for this delivery (or NULL).
     let inf = unsafe { siginfo::from_ptr(info, sig) };

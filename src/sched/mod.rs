@@ -33,6 +33,9 @@ pub mod fork_injector;
 pub mod identity;
 pub mod netpoller;
 pub mod park;
+pub mod preempt;
+mod preempt_asm;
+mod preempt_safe;
 pub mod resume;
 pub mod run_loop;
 pub mod run_queue;
@@ -78,13 +81,19 @@ pub use waiter::{ThreadParker, Waiter};
 pub fn start(config: crate::config::Config) -> std::io::Result<&'static runtime::Runtime> {
     let plugins = runtime::Plugins {
         task_ended: fork::task_ended,
-        spawned: watchdog::ensure_started,
+        spawned: on_spawn,
     };
     let rt = runtime::start(config, plugins)?;
     if rt.config.stats {
         stats::print_at_exit();
     }
     Ok(rt)
+}
+
+/// The first spawn starts the watchdog and the preemption monitor.
+fn on_spawn(rt: &'static runtime::Runtime) {
+    watchdog::ensure_started(rt);
+    preempt::ensure_started(rt);
 }
 
 /// Whether the running coroutine is the only live one in the process (a
