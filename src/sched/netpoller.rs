@@ -132,6 +132,7 @@ impl Worker {
 
     fn fire_timers(&self) {
         if self.local.timers.borrow().is_empty() {
+            super::preempt::timers_next(self.index, None);
             return;
         }
         let now = crate::sys::now_ns();
@@ -142,5 +143,8 @@ impl Worker {
                 None => break,
             }
         }
+        // For the preemption monitor: when this worker's next timer is due.
+        let next = self.local.timers.borrow().next_deadline();
+        super::preempt::timers_next(self.index, next);
     }
 }

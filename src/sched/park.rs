@@ -261,6 +261,8 @@ fn park_described(
         return Woken::NotParked;
     }
     let timer = deadline.map(|d| {
+        // The preemption monitor learns when a timer of this worker is due.
+        super::preempt::timer_added(worker.index, d);
         worker.timers().borrow_mut().insert(
             d,
             Waiter::Task {

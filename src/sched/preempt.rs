@@ -8,9 +8,17 @@
 //!
 //! A monitor thread (started with the first spawn, like the watchdog; it
 //! blocks every signal and never touches worker-local state) samples each
-//! worker every half slice: the task it runs (`running_id`) and its switch
-//! count. When the same run has lasted a slice (`CORUN_PREEMPT_MS`, 10 ms
-//! by default; 0 turns all of this off), the worker has other live tasks
+//! worker: the task it runs (`running_id`) and its switch count, every
+//! half slice, or every `GRANULARITY_NS` while some worker is in a run it
+//! saw at the previous sample. A run is preempted when it has lasted a
+//! slice (`CORUN_PREEMPT_MS`, 10 ms by default; 0 turns all of this off),
+//! or `GRANULARITY_NS` once a timer of its worker is due (each worker
+//! publishes when its next timer is due: `timer_added` at a timed park,
+//! `timers_next` after firing its timers), or a signal waits for a worker
+//! to hand it to its coroutine (`signals::WORK`), as the kernel lets a thread
+//! that wakes preempt one that computes. The tasks the worker wakes at
+//! the preemption run before the preempted ones (`yield_preempted`).
+//! Either way only when the worker has other live tasks
 //! (`load` >= 2: runnable ones, or parked ones whose timer, fd or signal
 //! only the worker itself notices), and the worker's thread is running
 //! (state R: a thread asleep in a system call corun cannot see is left
@@ -83,6 +91,14 @@ static SLICE_NS: AtomicU64 = AtomicU64::new(0);
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// Per worker: the switch count + 1 of the run to preempt (0: none).
 static WANT: [AtomicU64; MAX_WORKERS] = [const { AtomicU64::new(0) }; MAX_WORKERS];
+/// How long a run lasts at least before a due timer preempts it (the
+/// order of the kernel's wake-up granularity); also the monitor's period
+/// while a run is in progress.
+const GRANULARITY_NS: u64 = 1_000_000;
+/// Per worker: when its next timer is due (u64::MAX: none known). Written
+/// by the worker's own thread only; may be early (a timer cancelled since),
+/// which costs one needless preemption, after which it is exact again.
+static NEXT_TIMER: [AtomicU64; MAX_WORKERS] = [const { AtomicU64::new(u64::MAX) }; MAX_WORKERS];
 /// Requests sent, and preemptions made.
 static SENT: AtomicU64 = AtomicU64::new(0);
 static DONE: AtomicU64 = AtomicU64::new(0);
@@ -122,6 +138,21 @@ pub fn is_request(info: &Info) -> bool {
         && siginfo::pid(info) == unsafe { libc::getpid() }
 }
 
+/// A coroutine of worker `index` parks with a timer due at `at`.
+#[inline]
+pub fn timer_added(index: usize, at: u64) {
+    let c = &NEXT_TIMER[index];
+    if at < c.load(Ordering::Relaxed) {
+        c.store(at, Ordering::Relaxed);
+    }
+}
+
+/// Worker `index` fired its due timers; its next one is due at `next`.
+#[inline]
+pub fn timers_next(index: usize, next: Option<u64>) {
+    NEXT_TIMER[index].store(next.unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
 /// Starts the monitor once (at the first spawn), when preemption is on.
 pub fn ensure_started(rt: &'static Runtime) {
     if !enabled() || STARTED.load(Ordering::Relaxed) || STARTED.swap(true, Ordering::AcqRel) {
@@ -146,22 +177,34 @@ pub fn reset_after_fork() {
 
 fn monitor(rt: &'static Runtime) {
     let slice = SLICE_NS.load(Ordering::Relaxed);
-    let tick = crate::sys::ns_timespec((slice / 2).max(500_000));
+    let granularity = GRANULARITY_NS.min(slice);
+    let idle_tick = (slice / 2).max(granularity);
     // Per worker: the (task, switch count) last seen, and since when.
     let mut seen: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
+    // While a run is in progress: sleep to the sooner of a granularity and
+    // the first due timer of a worker in such a run (200 us at least).
+    let mut busy: Option<u64> = None;
     loop {
         if super::confined::is() {
             return;
         }
+        let pause = match busy {
+            None => idle_tick,
+            Some(due) => due
+                .saturating_sub(crate::sys::now_ns())
+                .clamp(200_000, granularity),
+        };
+        let ts = crate::sys::ns_timespec(pause);
         // SAFETY: a valid relative timeout; no remainder wanted.
         unsafe {
             crate::sys::real::syscall!(
                 libc::SYS_nanosleep,
-                &tick as *const libc::timespec,
+                &ts as *const libc::timespec,
                 std::ptr::null_mut::<libc::timespec>()
             )
         };
         let now = crate::sys::now_ns();
+        busy = None;
         for (i, w) in rt.workers.iter().enumerate() {
             let id = w.running_id.load(Ordering::Relaxed);
             let sw = w.switches.load(Ordering::Relaxed);
@@ -169,7 +212,12 @@ fn monitor(rt: &'static Runtime) {
                 seen[i] = (id, sw, now);
                 continue;
             }
-            if now.saturating_sub(seen[i].2) < slice
+            let next = NEXT_TIMER[w.index].load(Ordering::Relaxed);
+            busy = Some(busy.map_or(next, |b| b.min(next)));
+            let ran = now.saturating_sub(seen[i].2);
+            // A signal to hand to a coroutine is as urgent as a due timer.
+            let due = next <= now || super::signals::WORK.load(Ordering::Relaxed);
+            if !(ran >= slice || (due && ran >= granularity))
                 || w.load.load(Ordering::Relaxed) < 2
                 || super::alone()
                 || !thread_runs(w)
@@ -266,8 +314,7 @@ fn redirect(_uc: *mut c_void, _lo: usize, _top: usize) {}
 /// Called by `corun_async_preempt`, in normal context on the preempted
 /// coroutine's stack with its registers saved: the coroutine yields to
 /// the back of its worker's run queue, after its worker looked at its
-/// netpoller (what became ready runs first, as at the end of a slice:
-/// `slice.rs`). Back here, its deliverable signals run, as the kernel
+/// netpoller and timers (what they woke runs first). Back here, its deliverable signals run, as the kernel
 /// delivers a signal that came while a thread waited for a CPU.
 pub(super) extern "C" fn yield_preempted() {
     let (Some(w), Some(task), Some(rt)) = (current_worker(), current(), super::runtime::runtime())
@@ -275,7 +322,15 @@ pub(super) extern "C" fn yield_preempted() {
         return;
     };
     let e = crate::sys::errno();
+    // What the poll wakes (due timers, ready fds) goes ahead of the
+    // coroutines that were preempted before, as the kernel runs a thread
+    // that wakes before the ones that compute.
+    let before = w.local.run_queue.borrow().len();
     w.poll(rt, false);
+    let mut q = w.local.run_queue.borrow_mut();
+    let woken = q.len().saturating_sub(before);
+    q.promote_newest(woken);
+    drop(q);
     DONE.fetch_add(1, Ordering::Relaxed);
     task.yielding.set(true);
     suspend(&task);
