@@ -134,8 +134,12 @@ pub fn counts() -> (u64, u64) {
 pub fn is_request(info: &Info) -> bool {
     siginfo::code(info) == libc::SI_QUEUE
         && siginfo::value(info) == VALUE
-        // SAFETY: getpid has no preconditions.
-        && siginfo::pid(info) == unsafe { libc::getpid() }
+        // A confined process may not be allowed getpid (a seccomp filter
+        // kills the thread): a request sent as it confined itself is
+        // dropped unchecked.
+        && (super::confined::is()
+            // SAFETY: getpid has no preconditions.
+            || siginfo::pid(info) == unsafe { libc::getpid() })
 }
 
 /// A coroutine of worker `index` parks with a timer due at `at`.
@@ -181,9 +185,13 @@ fn monitor(rt: &'static Runtime) {
     let idle_tick = (slice / 2).max(granularity);
     // Per worker: the (task, switch count) last seen, and since when.
     let mut seen: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
-    // While a run is in progress: sleep to the sooner of a granularity and
-    // the first due timer of a worker in such a run (200 us at least).
+    // While a run is in progress (one seen at two samples, or a
+    // preemption made within the last slice): sleep to the sooner of a
+    // granularity and the first due timer of a worker running something
+    // with others waiting (200 us at least). Otherwise half a slice: a
+    // server whose runs are all short is sampled 200 times a second.
     let mut busy: Option<u64> = None;
+    let mut last_sent = 0u64;
     loop {
         if super::confined::is() {
             return;
@@ -204,30 +212,36 @@ fn monitor(rt: &'static Runtime) {
             )
         };
         let now = crate::sys::now_ns();
-        busy = None;
+        let mut long_run = now.saturating_sub(last_sent) < slice;
+        let mut first_due = u64::MAX;
         for (i, w) in rt.workers.iter().enumerate() {
             let id = w.running_id.load(Ordering::Relaxed);
             let sw = w.switches.load(Ordering::Relaxed);
-            if id == 0 || (seen[i].0, seen[i].1) != (id, sw) {
+            if id == 0 || w.load.load(Ordering::Relaxed) < 2 {
+                // Idle, or nothing else there to preempt for (a lone
+                // coroutine that computes costs no faster sampling).
                 seen[i] = (id, sw, now);
                 continue;
             }
             let next = NEXT_TIMER[w.index].load(Ordering::Relaxed);
-            busy = Some(busy.map_or(next, |b| b.min(next)));
+            first_due = first_due.min(next);
+            if (seen[i].0, seen[i].1) != (id, sw) {
+                seen[i] = (id, sw, now);
+                continue;
+            }
+            long_run = true;
             let ran = now.saturating_sub(seen[i].2);
             // A signal to hand to a coroutine is as urgent as a due timer.
             let due = next <= now || super::signals::WORK.load(Ordering::Relaxed);
-            if !(ran >= slice || (due && ran >= granularity))
-                || w.load.load(Ordering::Relaxed) < 2
-                || super::alone()
-                || !thread_runs(w)
-            {
+            if !(ran >= slice || (due && ran >= granularity)) || super::alone() || !thread_runs(w) {
                 continue;
             }
             super::preempt_safe::refresh();
             WANT[w.index].store(sw + 1, Ordering::SeqCst);
             send(w);
+            last_sent = now;
         }
+        busy = long_run.then_some(first_due);
     }
 }
 
