@@ -2,6 +2,8 @@
  * snprintf, printf to a shared stdout) while more of them than workers
  * run: a coroutine preempted while it held malloc's arena lock or
  * stdout's lock would deadlock the next one of its worker that takes it.
+ * Every 8th round a thread also computes its line holding stdout's lock
+ * itself (flockfile, then putc_unlocked), in its own code.
  *
  * usage: preempt_libc [THREADS [ROUNDS]]
  * stdout: every thread's lines ("t T r R sum S"), in any order between
@@ -37,7 +39,24 @@ static void *work(void *arg)
             sum += p[sz - 1];
             free(p);
         }
-        printf("t %ld r %ld sum %016llx\n", id, r, (unsigned long long)sum);
+        if (r % 8 == 7) {
+            /* Computing with stdout locked: the others' printf waits. */
+            flockfile(stdout);
+            char line[96];
+            int len = snprintf(line, sizeof line, "t %ld r %ld sum %016llx\n", id, r,
+                               (unsigned long long)sum);
+            for (int i = 0; i < len; i++) {
+                for (int k = 0; k < 2000; k++) {
+                    h ^= h << 13;
+                    h ^= h >> 7;
+                    h ^= h << 17;
+                }
+                putc_unlocked(line[i], stdout);
+            }
+            funlockfile(stdout);
+        } else {
+            printf("t %ld r %ld sum %016llx\n", id, r, (unsigned long long)sum);
+        }
     }
     return NULL;
 }

@@ -8,8 +8,10 @@
 #   (SIGINT handler) while 4 compute threads fill the workers gets the
 #   signal kill sent within 150 ms, on 1 and 2 workers;
 # - c-tests/preempt_libc.c: compute threads living in malloc/free/snprintf
-#   and printf to a shared stdout end (no deadlock on a glibc lock held by
-#   a preempted coroutine) with the native lines, and were preempted.
+#   and printf to a shared stdout, and computing with stdout locked by
+#   flockfile, end (no deadlock on a glibc lock held by a preempted
+#   coroutine: without the flockfile count they hung on 1 and 2 workers)
+#   with the native lines, and were preempted.
 source "$(dirname "$0")/../lib.sh"
 
 # The ticker's rate (ticks per second) in a run's stderr.

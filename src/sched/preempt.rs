@@ -53,6 +53,8 @@
 //!   not the process's only coroutine;
 //! - no signal handler runs on the thread (a program's handler, or the
 //!   trampoline itself nested), and the process is not confined;
+//! - the coroutine holds no FILE lock it took with `flockfile`
+//!   (`hooks/filelock.rs`: glibc waits for those with an inline futex);
 //! - the interrupted sp is on the coroutine's stack with room for the
 //!   trampoline's frame (`preempt_asm::STACK_NEEDED`);
 //! - the interrupted pc is a safe point (`preempt_safe.rs`: not in corun,
@@ -128,6 +130,25 @@ pub fn disable() {
 /// (requests sent, preemptions made), for the statistics.
 pub fn counts() -> (u64, u64) {
     (SENT.load(Ordering::Relaxed), DONE.load(Ordering::Relaxed))
+}
+
+std::thread_local! {
+    /// FILE locks the program took with `flockfile` and holds
+    /// (`hooks/filelock.rs`): no preemption meanwhile. Per coroutine (each
+    /// has its own TLS; with CORUN_TLS=worker, per worker: more cautious).
+    static FILE_LOCKS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// The program took a FILE lock (`flockfile`).
+#[inline]
+pub fn lock_taken() {
+    FILE_LOCKS.set(FILE_LOCKS.get().saturating_add(1));
+}
+
+/// The program released a FILE lock (`funlockfile`).
+#[inline]
+pub fn lock_released() {
+    FILE_LOCKS.set(FILE_LOCKS.get().saturating_sub(1));
 }
 
 /// Whether a delivery of `SIGNAL` is corun's request.
@@ -289,7 +310,7 @@ pub fn on_signal(uc: *mut c_void) {
         return;
     }
     let Some(t) = current() else { return };
-    if t.id != w.running_id.load(Ordering::Relaxed) || super::alone() {
+    if t.id != w.running_id.load(Ordering::Relaxed) || super::alone() || FILE_LOCKS.get() != 0 {
         return;
     }
     let Some((lo, top)) = super::park::current_stack() else {

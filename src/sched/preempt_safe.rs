@@ -31,7 +31,8 @@
 //! program's code (start routines, handlers, destructors) holding none of
 //! its locks, and its own frames sit at the base of every coroutine stack.
 //! A lock the program takes and keeps across its own code with a glibc
-//! call (`flockfile`) is not seen: see README "Known limits".
+//! call is the other case: `flockfile` is counted (`hooks/filelock.rs`)
+//! and the handler refuses while the count is not zero.
 //!
 //! # Tables
 //!
