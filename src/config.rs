@@ -364,12 +364,26 @@ mod tests {
             ("CORUN_THREADS", "green"),
             ("CORUN_STATS", "maybe"),
             ("CORUN_STALL_MS", "-5"),
+            ("CORUN_PREEMPT_MS", "1001"),
+            ("CORUN_PREEMPT_MS", "10ms"),
             ("CORUN_BLOCKING_THREADS", "0"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert!(e.starts_with(k), "{e}");
             assert!(e.contains(v), "{e}");
         }
+    }
+
+    #[test]
+    fn preempt_slice() {
+        assert_eq!(cfg(&[]).unwrap().preempt_ms, 10);
+        assert_eq!(cfg(&[("CORUN_PREEMPT_MS", "0")]).unwrap().preempt_ms, 0);
+        assert_eq!(
+            cfg(&[("CORUN_PREEMPT_MS", " 1000 ")]).unwrap().preempt_ms,
+            1000
+        );
+        let e = cfg(&[("CORUN_PREEMPT_MS", "-1")]).unwrap_err();
+        assert!(e.ends_with("use milliseconds from 0 (off) to 1000"), "{e}");
     }
 
     #[test]
