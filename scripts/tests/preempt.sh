@@ -11,7 +11,10 @@
 #   and printf to a shared stdout, and computing with stdout locked by
 #   flockfile, end (no deadlock on a glibc lock held by a preempted
 #   coroutine: without the flockfile count they hung on 1 and 2 workers)
-#   with the native lines, and were preempted.
+#   with the native lines, and were preempted;
+# - c-tests/preempt_cxx.cpp: std::threads that compute and throw give the
+#   native checksums and are preempted (they start in libstdc++, whose
+#   frame at the base of their stack kept every one of them unpreempted).
 source "$(dirname "$0")/../lib.sh"
 
 # The ticker's rate (ticks per second) in a run's stderr.
@@ -75,4 +78,14 @@ for w in 1 2; do
     n=$(sed -n 's/^ *preemptions: \([0-9]*\).*/\1/p' "$TMPD/pl.$w.err")
     [ "${n:-0}" -gt 0 ] || fail "preempt_libc on $w workers: never preempted: $(grep preempt "$TMPD/pl.$w.err")"
     ok "preempt_libc on $w worker(s): $(wc -l <"$TMPD/pl.$w") lines as natively, $n preemptions"
+done
+
+"$BIN/preempt_cxx" >"$TMPD/cxx.native" || fail "preempt_cxx failed natively"
+for w in 1 2; do
+    timeout 30 env CORUN_WORKERS=$w CORUN_STATS=1 LD_PRELOAD="$LIB" "$BIN/preempt_cxx" \
+        >"$TMPD/cxx.$w" 2>"$TMPD/cxx.$w.err" || fail "preempt_cxx on $w workers: exit $?"
+    diff -u "$TMPD/cxx.native" "$TMPD/cxx.$w" || fail "preempt_cxx on $w workers: checksums differ"
+    n=$(sed -n 's/^ *preemptions: \([0-9]*\).*/\1/p' "$TMPD/cxx.$w.err")
+    [ "${n:-0}" -gt 0 ] || fail "preempt_cxx on $w workers: never preempted: $(grep preempt "$TMPD/cxx.$w.err")"
+    ok "preempt_cxx on $w worker(s): checksums as natively, $n preemptions"
 done

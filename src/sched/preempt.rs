@@ -59,7 +59,8 @@
 //!   trampoline's frame (`preempt_asm::STACK_NEEDED`);
 //! - the interrupted pc is a safe point (`preempt_safe.rs`: not in corun,
 //!   glibc, ld.so, libgcc_s, libstdc++ or libgomp, and no frame of the
-//!   stack returns into any of them but corun).
+//!   stack returns into any of them but corun, or into the thread's own
+//!   start routine: libstdc++'s for a `std::thread`).
 //!
 //! The coroutine's signal mask does not enter into it: the kernel
 //! preempts a thread whatever it blocks, and the preemption is invisible
@@ -316,11 +317,11 @@ pub fn on_signal(uc: *mut c_void) {
     let Some((lo, top)) = super::park::current_stack() else {
         return;
     };
-    redirect(uc, lo, top);
+    redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed));
 }
 
 #[cfg(target_arch = "x86_64")]
-fn redirect(uc: *mut c_void, lo: usize, top: usize) {
+fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) {
     // SAFETY: the kernel's ucontext for this delivery (checked non-null),
     // ours until the handler returns.
     let uc = unsafe { &mut *(uc as *mut libc::ucontext_t) };
@@ -333,7 +334,7 @@ fn redirect(uc: *mut c_void, lo: usize, top: usize) {
     if sp < lo || sp >= top || sp - lo < room {
         return;
     }
-    if !super::preempt_safe::is_safe_point(pc, sp, top) {
+    if !super::preempt_safe::is_safe_point(pc, sp, top, start) {
         return;
     }
     // The kernel's signal frame lies below the red zone: the trampoline
@@ -344,7 +345,7 @@ fn redirect(uc: *mut c_void, lo: usize, top: usize) {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn redirect(_uc: *mut c_void, _lo: usize, _top: usize) {}
+fn redirect(_uc: *mut c_void, _lo: usize, _top: usize, _start: usize) {}
 
 /// Called by `corun_async_preempt`, in normal context on the preempted
 /// coroutine's stack with its registers saved: the coroutine yields to

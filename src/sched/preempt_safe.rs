@@ -178,10 +178,19 @@ unsafe fn after_call(ra: usize) -> bool {
         .any(|&k| b(k) == 0xff && (b(k - 1) >> 3) & 7 == 2)
 }
 
+/// How far into a thread's start routine a return address may lie and be
+/// its call of the thread's body (see `is_safe_point`).
+const START_ROUTINE_BYTES: usize = 512;
+
 /// Whether a coroutine interrupted at `pc` with stack `sp .. top` may be
-/// preempted there (see the top of this file). Async-signal-safe: reads
-/// the published table and the stack only.
-pub fn is_safe_point(pc: usize, sp: usize, top: usize) -> bool {
+/// preempted there (see the top of this file). `start` is the thread's
+/// start routine: when it lives in one of the libraries (a C++
+/// `std::thread` starts in libstdc++'s `execute_native_thread_routine`,
+/// which only calls the thread's callable and holds no lock), the return
+/// address into its first `START_ROUTINE_BYTES` is not held against the
+/// thread; without that, no `std::thread` was ever preempted.
+/// Async-signal-safe: reads the published table and the stack only.
+pub fn is_safe_point(pc: usize, sp: usize, top: usize, start: usize) -> bool {
     let seq = SEQ.load(Ordering::SeqCst);
     if seq & 1 == 1 || LOADS.load(Ordering::Relaxed) == 0 {
         return false;
@@ -203,7 +212,11 @@ pub fn is_safe_point(pc: usize, sp: usize, top: usize) -> bool {
         // mapped and readable.
         let v = unsafe { *(p as *const usize) };
         p += 8;
-        if v < 8 || (v >= own_lo && v < own_hi) || !in_runtime(v, n) {
+        if v < 8
+            || (v >= own_lo && v < own_hi)
+            || (start != 0 && v > start && v - start < START_ROUTINE_BYTES)
+            || !in_runtime(v, n)
+        {
             continue;
         }
         let start_ok = (0..n)
