@@ -23,9 +23,11 @@
 //! The trampoline then pushes the flags and the 15 general registers,
 //! saves the whole FP/SIMD state (XSAVE of every feature the OS enabled in
 //! XCR0 into a 64-byte aligned area of the size CPUID leaf 0xD reports:
-//! x87, SSE, AVX, AVX-512, with MXCSR; FXSAVE where the OS has no XSAVE),
-//! (11 KB with AMX enabled) calls `preempt::yield_preempted` (the coroutine goes to the back of its
-//! worker's run queue and comes back here when it is resumed), restores
+//! x87, SSE, AVX, AVX-512, with MXCSR; 11 KB with AMX enabled; FXSAVE
+//! where the OS has no XSAVE), resets the x87 stack and MXCSR to what the
+//! C ABI gives at a call, calls `preempt::yield_preempted` (the coroutine
+//! goes to the back of its worker's run queue and comes back here when it
+//! is resumed), restores
 //! everything in reverse and returns with `ret 128`, which pops the
 //! interrupted pc and drops the red-zone gap: the interrupted code goes on
 //! with every register, flag and its stack exactly as they were.
