@@ -9,8 +9,10 @@
 //! A monitor thread (started with the first spawn, like the watchdog; it
 //! blocks every signal and never touches worker-local state) samples each
 //! worker: the task it runs (`running_id`) and its switch count, every
-//! half slice, or every `GRANULARITY_NS` while some worker is in a run it
-//! saw at the previous sample. A run is preempted when it has lasted a
+//! half slice; or, while a worker with others waiting is in a run it saw
+//! at the previous sample or a preemption was made within the last
+//! slice, every `GRANULARITY_NS`, sooner when a timer of such a worker is
+//! due (200 us at least). A run is preempted when it has lasted a
 //! slice (`CORUN_PREEMPT_MS`, 10 ms by default; 0 turns all of this off),
 //! or `GRANULARITY_NS` once a timer of its worker is due (each worker
 //! publishes when its next timer is due: `timer_added` at a timed park,
