@@ -9,7 +9,10 @@
  * stdio call family: fputs+fflush, fwrite larger than the buffer,
  * fprintf with int and double arguments, putc across the buffer, an
  * unbuffered and a line-buffered stream, fclose with bytes pending,
- * vfprintf, dprintf, printf and puts on stdout moved onto the pipe; then
+ * vfprintf, dprintf, printf and puts on stdout moved onto the pipe, a
+ * thread holding the FILE's lock (flockfile) while another waits for it
+ * (it must not park holding it: the other would wait in the kernel and
+ * hold the worker, and neither would go on); then
  * a SIGALRM handler without SA_RESTART ends an fflush with EINTR and the
  * error flag (the bytes pending are dropped, as glibc drops them).
  * Under corun (one worker) the ticker must run during each wait. Prints
@@ -113,6 +116,15 @@ static int wrapped(FILE *f, const char *fmt, ...)
 
 static void on_alarm(int s) { (void)s; }
 
+static FILE *locked;
+static void *writes_locked(void *arg)
+{
+    (void)arg;
+    fputs("other thread\n", locked);
+    fflush(locked);
+    return NULL;
+}
+
 static char big[10001], chars[5001];
 
 int main(void)
@@ -215,6 +227,20 @@ int main(void)
     close(saved);
     printf("stdout on a full pipe: ticker ran during the wait: %s\n", during >= 5 ? "yes" : "NO");
     finish("stdout");
+
+    /* A thread that holds the FILE's lock (flockfile) meets the full pipe
+     * while another thread wants the lock: both must get through. */
+    locked = fdopen(start("held: first\nheld: second\nother thread\n", 200), "w");
+    pthread_t other;
+    flockfile(locked);
+    pthread_create(&other, NULL, writes_locked, NULL);
+    fputs("held: first\n", locked);
+    fflush(locked);
+    fputs("held: second\n", locked);
+    funlockfile(locked);
+    pthread_join(other, NULL);
+    fclose(locked);
+    finish("flockfile");
 
     /* A handler without SA_RESTART ends the wait: EINTR, error flag. */
     struct sigaction sa;

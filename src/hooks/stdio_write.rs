@@ -34,8 +34,11 @@
 //! splitting the call would let other threads' output on the same FILE
 //! in between, which natively cannot happen), another thread filling the
 //! pipe between the wait and glibc's write, and wide-character output.
-//! The FILE's lock is not held during the wait: a thread parked holding
-//! it would make another thread of its worker wait in the kernel.
+//! The FILE's lock is not held during the wait (it is taken by glibc's
+//! call, after). A thread that holds it already (`flockfile`) does not
+//! park: another thread of its worker that wanted the lock would wait for
+//! it in the kernel, holding the worker (`stdio::lock_held_here`); it
+//! waits inside glibc as before.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
@@ -223,7 +226,7 @@ fn wait_output(f: *mut FILE, out: Out) -> bool {
     // SAFETY: a FILE the caller passed (its contract), read as glibc's
     // public layout; a stale value only makes a needless or missed wait.
     // Asked first: a call that only fills the buffer costs a few loads.
-    if !will_write(unsafe { &*head }, out) || !parking() {
+    if !will_write(unsafe { &*head }, out) || !parking() || super::stdio::lock_held_here(f) {
         return true;
     }
     // SAFETY: as above.
