@@ -24,23 +24,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile long ticks;
-static volatile int stop;
+#include "ticker.h"
 
-static void *ticker(void *arg)
-{
-    (void)arg;
-    while (!stop) {
-        usleep(1000);
-        ticks++;
-    }
-    return NULL;
-}
-
-static void ticked(const char *what, long before)
-{
-    printf("%s: ticker ran during the wait: %s\n", what, ticks - before >= 5 ? "yes" : "NO");
-}
+static void ticked(const char *what, long before) { ticker_report(what, before, 5); }
 
 /* A child writes `text` into `fd` after `ms` milliseconds. */
 static pid_t later(int fd, const char *text, int ms)
@@ -89,9 +75,7 @@ static const char *err_name(int e)
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    pthread_t tk;
-    pthread_create(&tk, NULL, ticker, NULL);
-    usleep(10000);
+    ticker_start(1000, 10000);
 
     int p1[2], p2[2];
     if (pipe(p1) || pipe(p2))
@@ -104,7 +88,7 @@ int main(void)
     read_req(&c1, p1[0], b1, sizeof b1 - 1);
     aio_read(&c1);
     const struct aiocb *l1[] = {&c1};
-    long t0 = ticks;
+    long t0 = ticker_now();
     pid_t w = later(p1[1], "first answer", 200);
     int r = aio_suspend(l1, 1, NULL);
     printf("aio_suspend: %d, error %s, return %zd, data \"%s\"\n", r, err_name(aio_error(&c1)),
@@ -116,7 +100,7 @@ int main(void)
     memset(b1, 0, sizeof b1);
     read_req(&c1, p1[0], b1, sizeof b1 - 1);
     aio_read(&c1);
-    t0 = ticks;
+    t0 = ticker_now();
     struct timespec ts = {0, 150000000L};
     r = aio_suspend(l1, 1, &ts);
     printf("aio_suspend with a 150 ms timeout: %d %s; request %s\n", r,
@@ -151,7 +135,7 @@ int main(void)
     memset(&nop, 0, sizeof nop);
     nop.aio_lio_opcode = LIO_NOP;
     struct aiocb *l2[] = {&c1, NULL, &nop, &c2};
-    t0 = ticks;
+    t0 = ticker_now();
     pid_t w1 = later(p1[1], "for one", 200);
     pid_t w2 = later(p2[1], "for two", 250);
     r = lio_listio(LIO_WAIT, l2, 4, NULL);
@@ -196,7 +180,6 @@ int main(void)
     printf("lio_listio with a bad fd: %d %s; requests %s %s\n", r, r ? err_name(errno) : "-",
            err_name(aio_error(&c1)), err_name(aio_error(&c2)));
 
-    stop = 1;
-    pthread_join(tk, NULL);
+    ticker_stop();
     return 0;
 }

@@ -22,23 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile long ticks;
-static volatile int stop;
+#include "ticker.h"
 
-static void *ticker(void *arg)
-{
-    (void)arg;
-    while (!stop) {
-        usleep(1000);
-        ticks++;
-    }
-    return NULL;
-}
-
-static void ticked(const char *what, long before)
-{
-    printf("%s: ticker ran during the wait: %s\n", what, ticks - before >= 5 ? "yes" : "NO");
-}
+static void ticked(const char *what, long before) { ticker_report(what, before, 5); }
 
 static const char *code(int r)
 {
@@ -220,9 +206,7 @@ static void on_alarm(int s) { (void)s; }
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    pthread_t tk;
-    pthread_create(&tk, NULL, ticker, NULL);
-    usleep(10000);
+    ticker_start(1000, 10000);
 
     /* Values. */
     thrd_t t[8];
@@ -234,7 +218,7 @@ int main(void)
         int r = thrd_join(t[i], &res);
         printf("join %d: %s, value %d\n", i, code(r), res);
     }
-    long t0 = ticks;
+    long t0 = ticker_now();
     thrd_create(&t[0], sleeps_then_returns, (void *)5L);
     printf("join of a sleeping thread: %s", code(thrd_join(t[0], &res)));
     printf(", value %d\n", res);
@@ -274,7 +258,7 @@ int main(void)
     pthread_t holder;
     pthread_create(&holder, NULL, holds_200ms, NULL);
     usleep(20000);
-    t0 = ticks;
+    t0 = ticker_now();
     struct timespec dl = in_ms(60);
     printf("mtx_timedlock on a held mutex: %s\n", code(mtx_timedlock(&timed_lock, &dl)));
     printf("mtx_trylock on a held mutex: %s\n", code(mtx_trylock(&timed_lock)));
@@ -332,7 +316,7 @@ int main(void)
     printf("consumers took every value once: %s (sum %d, joined %d)\n",
            consumed_sum == expect && joined_sum == expect ? "yes" : "NO", consumed_sum, joined_sum);
 
-    t0 = ticks;
+    t0 = ticker_now();
     mtx_lock(&q_lock);
     dl = in_ms(100);
     printf("cnd_timedwait with no signal: %s\n", code(cnd_timedwait(&q_cond, &q_lock, &dl)));
@@ -386,7 +370,7 @@ int main(void)
     printf("detached thread finished: %d\n", det_done);
 
     /* thrd_sleep: 200 ms, then one cut short by a handler. */
-    t0 = ticks;
+    t0 = ticker_now();
     struct timespec d = {0, 200000000L}, rem = {0, 0};
     printf("thrd_sleep: %d\n", thrd_sleep(&d, &rem));
     ticked("thrd_sleep", t0);
@@ -405,7 +389,6 @@ int main(void)
     d.tv_nsec = 2000000000L;
     printf("thrd_sleep with a bad time: %d\n", thrd_sleep(&d, NULL));
 
-    stop = 1;
-    pthread_join(tk, NULL);
+    ticker_stop();
     return 0;
 }

@@ -31,23 +31,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile long ticks;
-static volatile int stop;
+#include "ticker.h"
 
-static void *ticker(void *arg)
-{
-    (void)arg;
-    while (!stop) {
-        usleep(1000);
-        ticks++;
-    }
-    return NULL;
-}
-
-static void ticked(const char *what, long before)
-{
-    printf("%s: ticker ran during the wait: %s\n", what, ticks - before >= 5 ? "yes" : "NO");
-}
+static void ticked(const char *what, long before) { ticker_report(what, before, 5); }
 
 #define FILLER 65536
 
@@ -130,16 +116,14 @@ static char big[10001], chars[5001];
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    pthread_t tk;
-    pthread_create(&tk, NULL, ticker, NULL);
-    usleep(10000);
+    ticker_start(1000, 10000);
     for (int i = 0; i < 10000; i++)
         big[i] = 'a' + i % 26;
     for (int i = 0; i < 5000; i++)
         chars[i] = '0' + i % 10;
 
     FILE *w = fdopen(start("one hundred bytes? no: a short line\n", 200), "w");
-    long t0 = ticks;
+    long t0 = ticker_now();
     int r1 = fputs("one hundred bytes? no: a short line\n", w);
     int r2 = fflush(w);
     printf("fputs %s, fflush %d\n", r1 >= 0 ? "ok" : "EOF", r2);
@@ -148,14 +132,14 @@ int main(void)
     finish("fputs+fflush");
 
     w = fdopen(start(big, 200), "w");
-    t0 = ticks;
+    t0 = ticker_now();
     printf("fwrite of 10000 bytes: %zu\n", fwrite(big, 1, 10000, w));
     ticked("fwrite", t0);
     fclose(w);
     finish("fwrite");
 
     w = fdopen(start("n=42 x=2.50 s=str\n", 200), "w");
-    t0 = ticks;
+    t0 = ticker_now();
     fputs("n=", w); /* something pending, then the formatted rest */
     int r = fprintf(w, "%d x=%.2f s=%s\n", 42, 2.5, "str");
     printf("fprintf: %d, fflush %d\n", r, fflush(w));
@@ -164,7 +148,7 @@ int main(void)
     finish("fprintf");
 
     w = fdopen(start(chars, 200), "w");
-    t0 = ticks;
+    t0 = ticker_now();
     int bad = 0;
     for (int i = 0; i < 5000; i++)
         bad |= putc(chars[i], w) != chars[i];
@@ -175,7 +159,7 @@ int main(void)
 
     w = fdopen(start("unbuffered\n", 200), "w");
     setvbuf(w, NULL, _IONBF, 0);
-    t0 = ticks;
+    t0 = ticker_now();
     printf("unbuffered fputs: %s\n", fputs("unbuffered\n", w) >= 0 ? "ok" : "EOF");
     ticked("unbuffered fputs", t0);
     fclose(w);
@@ -183,7 +167,7 @@ int main(void)
 
     w = fdopen(start("line one\nline two\n", 200), "w");
     setvbuf(w, NULL, _IOLBF, 0);
-    t0 = ticks;
+    t0 = ticker_now();
     fputs("line one\n", w);
     fputs("line two\n", w);
     ticked("line-buffered fputs", t0);
@@ -192,13 +176,13 @@ int main(void)
 
     w = fdopen(start("pending at fclose\n", 200), "w");
     fputs("pending at fclose\n", w);
-    t0 = ticks;
+    t0 = ticker_now();
     printf("fclose: %d\n", fclose(w));
     ticked("fclose", t0);
     finish("fclose");
 
     w = fdopen(start("via vfprintf 7\n", 200), "w");
-    t0 = ticks;
+    t0 = ticker_now();
     wrapped(w, "via %s %d\n", "vfprintf", 7);
     printf("vfprintf then fflush: %d\n", fflush(w));
     ticked("vfprintf", t0);
@@ -206,7 +190,7 @@ int main(void)
     finish("vfprintf");
 
     int fd = start("dprintf 3\n", 200);
-    t0 = ticks;
+    t0 = ticker_now();
     printf("dprintf: %d\n", dprintf(fd, "dprintf %d\n", 3));
     ticked("dprintf", t0);
     close(fd);
@@ -217,12 +201,12 @@ int main(void)
     int saved = dup(1);
     dup2(fd, 1);
     close(fd);
-    t0 = ticks;
+    t0 = ticker_now();
     printf("printf %d\n", 5);
     puts("puts");
     putchar('!');
     fflush(stdout);
-    long during = ticks - t0;
+    long during = ticker_now() - t0;
     dup2(saved, 1);
     close(saved);
     printf("stdout on a full pipe: ticker ran during the wait: %s\n", during >= 5 ? "yes" : "NO");
@@ -261,7 +245,6 @@ int main(void)
     fclose(w);
     finish("after EINTR");
 
-    stop = 1;
-    pthread_join(tk, NULL);
+    ticker_stop();
     return 0;
 }
