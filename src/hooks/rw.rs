@@ -23,8 +23,8 @@ use std::sync::atomic::Ordering;
 use libc::{c_void, iovec, size_t, ssize_t};
 
 use super::{
-    after_nb_read, eagain, fd_kind, nonblocking_loop, nosignal_after, parking_on, ready_now,
-    sent_or_epipe, write_all, Deadline, Io, Written,
+    after_nb_read, before_nb_read, eagain, fd_kind, nonblocking_loop, nosignal_after, parking_on,
+    ready_now, sent_or_epipe, write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::parking;
@@ -275,8 +275,9 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
             return r;
         }
     }
+    let before = before_nb_read(fd);
     // SAFETY: the caller's read contract.
-    after_nb_read(unsafe { real::read(fd, buf, n) })
+    after_nb_read(before, unsafe { real::read(fd, buf, n) })
 }
 
 #[no_mangle]
@@ -301,8 +302,9 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
             return r;
         }
     }
+    let before = before_nb_read(fd);
     // SAFETY: the caller's readv contract.
-    after_nb_read(unsafe { real::readv(fd, iov, cnt) })
+    after_nb_read(before, unsafe { real::readv(fd, iov, cnt) })
 }
 
 #[no_mangle]

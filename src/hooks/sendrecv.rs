@@ -29,8 +29,8 @@ use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 
 use super::rw::{iov_len, iov_tail};
 use super::{
-    after_nb_read, nonblocking_loop, nosignal_after, parking_on, sent_or_epipe, user_nonblocking,
-    write_all, Deadline, Io, Written,
+    after_nb_read, before_nb_read, nonblocking_loop, nosignal_after, parking_on, sent_or_epipe,
+    user_nonblocking, write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::parking;
@@ -327,8 +327,9 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
             return r;
         }
     }
+    let before = before_nb_read(fd);
     // SAFETY: the caller's recv contract.
-    after_nb_read(unsafe { real::recv(fd, buf, n, flags) })
+    after_nb_read(before, unsafe { real::recv(fd, buf, n, flags) })
 }
 
 #[no_mangle]
@@ -345,8 +346,11 @@ pub unsafe extern "C" fn recvfrom(
             return r;
         }
     }
+    let before = before_nb_read(fd);
     // SAFETY: the caller's recvfrom contract.
-    after_nb_read(unsafe { real::recvfrom(fd, buf, n, flags, addr, alen) })
+    after_nb_read(before, unsafe {
+        real::recvfrom(fd, buf, n, flags, addr, alen)
+    })
 }
 
 #[no_mangle]
@@ -356,8 +360,9 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
             return r;
         }
     }
+    let before = before_nb_read(fd);
     // SAFETY: the caller's recvmsg contract.
-    after_nb_read(unsafe { real::recvmsg(fd, msg, flags) })
+    after_nb_read(before, unsafe { real::recvmsg(fd, msg, flags) })
 }
 
 #[no_mangle]
