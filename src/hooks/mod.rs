@@ -165,9 +165,13 @@ fn nb_word(on: bool) -> u32 {
 /// does not keep a disk read from waiting).
 #[inline]
 pub(crate) fn parking_on(fd: i32) -> bool {
-    if !crate::sched::parking() {
-        return false;
-    }
+    crate::sched::parking() && fd_parks(fd)
+}
+
+/// The fd's half of `parking_on`, for a caller that asked
+/// `sched::parking()` already (the reads: `before_nb_read` needs it too).
+#[inline]
+pub(crate) fn fd_parks(fd: i32) -> bool {
     let Some(e) = fdtable::peek(fd) else {
         return true;
     };
@@ -181,11 +185,15 @@ pub(crate) fn parking_on(fd: i32) -> bool {
 }
 
 /// Before a read made as the program asked (its own O_NONBLOCK, or
-/// MSG_DONTWAIT) in a coroutine that parks: the socket's entry and its
-/// read-side snapshot, for `after_nb_read`.
+/// MSG_DONTWAIT), when the caller `parks` (`sched::parking()`, asked once
+/// by the hook): the socket's entry and its read-side snapshot, for
+/// `after_nb_read`.
 #[inline]
-pub(crate) fn before_nb_read(fd: i32) -> Option<(&'static FdEntry, fdtable::Snapshot)> {
-    if !crate::sched::parking() {
+pub(crate) fn before_nb_read(
+    fd: i32,
+    parks: bool,
+) -> Option<(&'static FdEntry, fdtable::Snapshot)> {
+    if !parks {
         return None;
     }
     let e = fdtable::peek(fd)?;
