@@ -123,6 +123,9 @@ fn run_as(t: &Task, sig: c_int, h: usize, flags: c_int, info: *mut siginfo_t, uc
     }
     s.depth.fetch_sub(1, Ordering::Relaxed);
     signals::restore_mask(t, saved);
+    // The handler may have applied its own mask to the thread
+    // (`signals::sync_in_handler`); outside handlers, the workers' again.
+    signals::sync_here();
 }
 
 /// Delivers `sig`, pending for the running coroutine `t`, in `t`.
