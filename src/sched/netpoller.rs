@@ -111,13 +111,13 @@ impl Worker {
                 timeout = Some(0);
             }
         }
-        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
-        let n = self.local.epoll.get().wait(&mut evs, timeout);
+        let mut evs = [std::mem::MaybeUninit::<libc::epoll_event>::uninit(); EVENTS];
+        let evs = self.local.epoll.get().wait(&mut evs, timeout);
         if block {
             self.sleeping.store(false, Ordering::SeqCst);
             self.local.clock.set(crate::sys::now_ns());
         }
-        for ev in &evs[..n] {
+        for ev in evs {
             let (data, events) = (ev.u64, ev.events);
             if data == WAKE_KEY {
                 self.wake.drain();
