@@ -52,9 +52,11 @@ pub(super) fn new_epoll(wake: &EventFd) -> std::io::Result<Epoll> {
 }
 
 impl Worker {
-    /// The epoll instance fds are registered with by tasks of this worker.
+    /// The epoll instance fds are registered with by tasks of this worker
+    /// (the worker's own thread only).
     pub(super) fn epoll(&self) -> Epoll {
         self.renewed();
+        self.local.watches_fds.set(true);
         self.local.epoll.get()
     }
 
@@ -112,7 +114,17 @@ impl Worker {
             }
         }
         let mut evs = [std::mem::MaybeUninit::<libc::epoll_event>::uninit(); EVENTS];
-        let evs = self.local.epoll.get().wait(&mut evs, timeout);
+        // A look that must not block, at an epoll that holds only the
+        // wake eventfd, would find nothing: wake-ups from other threads
+        // arrive through the queues, and a written eventfd is drained by
+        // the next sleep (which returns at once). Skipping it saves a
+        // system call every POLL_EVERY tasks to programs that wait on no
+        // fd (a yield, spawn+join or sleep loop).
+        let evs: &[libc::epoll_event] = if block || self.local.watches_fds.get() {
+            self.local.epoll.get().wait(&mut evs, timeout)
+        } else {
+            &[]
+        };
         if block {
             self.sleeping.store(false, Ordering::SeqCst);
             self.local.clock.set(crate::sys::now_ns());

@@ -115,6 +115,11 @@ pub(super) struct Local {
     /// to `__tls_get_addr`, and every switch writes both twice (two calls,
     /// 22 instructions of a 320-instruction yield).
     pub(super) current_slot: Cell<*const Cell<*const Task>>,
+    /// A program fd was registered with this worker's epoll (ever: an
+    /// fd is only deregistered by its close): until then a poll that
+    /// must not block has no readiness to find, and skips the syscall
+    /// (`netpoller.rs`).
+    pub(super) watches_fds: Cell<bool>,
     pub(super) overflow_slot: Cell<*const Cell<overflow::Running>>,
 }
 
@@ -212,6 +217,7 @@ impl Worker {
                 stale: Cell::new(false),
                 clock: Cell::new(crate::sys::now_ns()),
                 current_slot: Cell::new(std::ptr::null()),
+                watches_fds: Cell::new(false),
                 overflow_slot: Cell::new(std::ptr::null()),
             },
         });
