@@ -275,3 +275,32 @@ pub unsafe extern "C" fn setpriority(
     // SAFETY: plain integers.
     unsafe { real::setpriority(which, who, prio) }
 }
+
+/// `syscall(SYS_sched_setattr)` and `syscall(SYS_sched_getattr)` on a
+/// tid (glibc 2.36 has no wrapper: GLib's thread creation copies its
+/// creator's attributes into each new thread with them, by
+/// `syscall(SYS_gettid)`): a coroutine thread's setattr is accepted with
+/// no effect for SCHED_OTHER, SCHED_BATCH and SCHED_IDLE (a coroutine
+/// shares its worker's scheduling, as `sched_setscheduler` says), EPERM
+/// for the real-time policies; its getattr gives the calling worker's.
+/// None: a kernel tid, the kernel's call.
+pub(crate) fn sched_attr_call(n: libc::c_long, a: [libc::c_long; 4]) -> Option<libc::c_long> {
+    match named(-1, a[0] as libc::pid_t)? {
+        Err(e) => Some(fail(e) as libc::c_long),
+        Ok(_) if n == libc::SYS_sched_getattr => {
+            // SAFETY: the caller's buffer and size, for the calling thread.
+            Some(unsafe { libc::syscall(n, 0, a[1], a[2], a[3]) })
+        }
+        Ok(_) => {
+            if a[1] == 0 {
+                return Some(fail(libc::EINVAL) as libc::c_long);
+            }
+            // SAFETY: the caller's struct sched_attr: size, then policy.
+            let policy = unsafe { *((a[1] as *const u32).add(1)) } as c_int;
+            Some(match policy {
+                libc::SCHED_OTHER | libc::SCHED_BATCH | libc::SCHED_IDLE => 0,
+                _ => fail(libc::EPERM) as libc::c_long,
+            })
+        }
+    }
+}

@@ -31,9 +31,10 @@
 //! - a native thread's waits (and every other futex command: PI locks,
 //!   FUTEX_WAIT_REQUEUE_PI...) go to the kernel as they are.
 //!
-//! SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo and
-//! SYS_set_tid_address go to `hooks/pthread/tid.rs`: a coroutine thread's
-//! tid is its own there, and so is its clear-child-tid word.
+//! SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo,
+//! SYS_set_tid_address, SYS_sched_setattr and SYS_sched_getattr go to
+//! `hooks/pthread/tid.rs`: a coroutine thread's tid is its own there, and
+//! so is its clear-child-tid word.
 //!
 //! Raw `close`, `dup2`, `dup3` and `close_range` go to the hooks of those
 //! names (`hooks::fdctl`): an fd closed or replaced that way must not leave
@@ -158,6 +159,10 @@ pub unsafe extern "C" fn syscall(
         "je 4f",
         "cmp rdi, {tgsigqueueinfo}",
         "je 4f",
+        "cmp rdi, {setattr}",
+        "je 4f",
+        "cmp rdi, {getattr}",
+        "je 4f",
         "cmp rdi, {fork}",
         "je 4f",
         "cmp rdi, {seccomp}",
@@ -204,6 +209,8 @@ pub unsafe extern "C" fn syscall(
         tkill = const libc::SYS_tkill,
         tgkill = const libc::SYS_tgkill,
         tgsigqueueinfo = const libc::SYS_rt_tgsigqueueinfo,
+        setattr = const libc::SYS_sched_setattr,
+        getattr = const libc::SYS_sched_getattr,
         fork = const libc::SYS_fork,
         seccomp = const libc::SYS_seccomp,
         clone = const libc::SYS_clone,
@@ -332,8 +339,11 @@ fn fd_call(n: c_long, a: [c_long; 3]) -> Option<c_long> {
 /// A coroutine thread's own tid (hooks/pthread/tid.rs): SYS_gettid, and
 /// the signals sent to such a tid. None: the kernel's call.
 fn thread_id_call(n: c_long, a: [c_long; 4]) -> Option<c_long> {
-    use crate::hooks::pthread::{current_tid, is_virtual_tid, set_clear_child_tid, signal_tid};
+    use crate::hooks::pthread::{
+        current_tid, is_virtual_tid, sched_attr_call, set_clear_child_tid, signal_tid,
+    };
     let r = match n {
+        libc::SYS_sched_setattr | libc::SYS_sched_getattr => return sched_attr_call(n, a),
         libc::SYS_gettid => current_tid(),
         libc::SYS_set_tid_address => set_clear_child_tid(a[0] as usize)?,
         libc::SYS_tgkill => signal_tid(a[0] as c_int, a[1] as c_int, a[2] as c_int, None)?,
