@@ -13,6 +13,11 @@
  * blocked its worker, so the collector, or the next mutator to
  * acknowledge, never ran on that worker again: every collection hung.
  *
+ * The handler also checks what Mono's suspend handler reads from its
+ * ucontext: the interrupted stack pointer (on the thread's own stack, near
+ * the handler's frame) and pc; a zeroed context made Mono retry each
+ * suspend for ever.
+ *
  * Prints the rounds done and each mutator's work; the same natively and
  * under corun. A round that misses an acknowledgement for 5 s ends the
  * program with "stuck" (as bdwgc aborts with "Signals delivery fails
@@ -26,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define MUTATORS 6
@@ -49,11 +55,20 @@ static void on_restart(int sig)
         restarted[my_index] = 1;
 }
 
-static void on_suspend(int sig)
+static volatile int bad_context;
+
+static void on_suspend(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
+    (void)si;
     int saved = errno;
     int me = my_index;
+    ucontext_t *uc = ucv;
+    char here;
+    unsigned long sp = (unsigned long)uc->uc_mcontext.gregs[REG_RSP];
+    unsigned long at = (unsigned long)&here;
+    if (uc->uc_mcontext.gregs[REG_RIP] == 0 || sp < at || sp - at > (1UL << 20))
+        bad_context = 1;
     restarted[me] = 0;
     sigset_t wait_mask;
     sigfillset(&wait_mask);
@@ -125,11 +140,12 @@ int main(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_flags = SA_RESTART;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sigfillset(&sa.sa_mask);
     sigdelset(&sa.sa_mask, SIG_RESTART);
-    sa.sa_handler = on_suspend;
+    sa.sa_sigaction = on_suspend;
     sigaction(SIG_SUSPEND, &sa, NULL);
+    sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sa.sa_handler = on_restart;
     sigaction(SIG_RESTART, &sa, NULL);
@@ -174,5 +190,6 @@ int main(void)
         worked += work_done[i] > rounds;
     }
     printf("%d rounds of stop and restart, %d of %d mutators worked between them\n", rounds, worked, MUTATORS);
+    printf("each handler's context held its thread's stack pointer and pc: %s\n", bad_context ? "NO" : "yes");
     return 0;
 }

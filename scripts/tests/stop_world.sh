@@ -8,8 +8,12 @@
 # rounds: every mutator stops, none works while stopped, all restart; the
 # same output natively, with interposition off, on one worker and the
 # default.
+# Each handler's ucontext holds the thread's stack pointer and a pc, as
+# Mono's suspend handler reads them (zeroed, Mono retried every suspend).
 source "$(dirname "$0")/../lib.sh"
 RUN_TIMEOUT=40 same_everywhere stop_world "$BIN/stop_world"
 grep -qx "50 rounds of stop and restart, 6 of 6 mutators worked between them" "$TMPD/stop_world.native" \
+    || fail "natively: $(cat "$TMPD/stop_world.native")"
+grep -qx "each handler's context held its thread's stack pointer and pc: yes" "$TMPD/stop_world.native" \
     || fail "natively: $(cat "$TMPD/stop_world.native")"
 ok "50 stop-the-world rounds of parked mutators, as natively"

@@ -171,9 +171,13 @@ fn nb_word(on: bool) -> u32 {
 /// does not keep a disk read from waiting).
 #[inline]
 pub(crate) fn parking_on(fd: i32) -> bool {
-    if !crate::sched::parking() {
-        return false;
-    }
+    crate::sched::parking() && fd_parks(fd)
+}
+
+/// The fd's half of `parking_on`, for a caller that asked
+/// `sched::parking()` already (the reads: `before_nb_read` needs it too).
+#[inline]
+pub(crate) fn fd_parks(fd: i32) -> bool {
     let Some(e) = fdtable::peek(fd) else {
         return true;
     };
@@ -186,13 +190,38 @@ pub(crate) fn parking_on(fd: i32) -> bool {
         ))
 }
 
-/// `r` of a read made as the program asked (its own O_NONBLOCK, or
-/// MSG_DONTWAIT): on EAGAIN, the others of this worker get a turn if the
-/// caller held it for a whole slice (`sched/slice.rs`): a loop of such
-/// reads may be waiting for one of them to write.
+/// Before a read made as the program asked (its own O_NONBLOCK, or
+/// MSG_DONTWAIT), when the caller `parks` (`sched::parking()`, asked once
+/// by the hook): the socket's entry and its read-side snapshot, for
+/// `after_nb_read`.
 #[inline]
-pub(crate) fn after_nb_read(r: isize) -> isize {
+pub(crate) fn before_nb_read(
+    fd: i32,
+    parks: bool,
+) -> Option<(&'static FdEntry, fdtable::Snapshot)> {
+    if !parks {
+        return None;
+    }
+    let e = fdtable::peek(fd)?;
+    (e.policy.kind.load(Ordering::Relaxed) == fdtable::KIND_SOCKET)
+        .then(|| (e, e.snapshot(Dir::Read)))
+}
+
+/// `r` of a read made as the program asked, `before` it
+/// (`before_nb_read`): on EAGAIN, the socket is noted empty as of that
+/// snapshot (a `poll` for input that follows may park at once: poll.rs),
+/// and the others of this worker get a turn if the caller held it for a
+/// whole slice (`sched/slice.rs`): a loop of such reads may be waiting for
+/// one of them to write.
+#[inline]
+pub(crate) fn after_nb_read(
+    before: Option<(&'static FdEntry, fdtable::Snapshot)>,
+    r: isize,
+) -> isize {
     if r < 0 && errno() == libc::EAGAIN {
+        if let Some((e, seen)) = before {
+            e.policy.note_read_empty(seen);
+        }
         crate::sched::slice::yield_if_slice_spent();
     }
     r
