@@ -114,6 +114,7 @@ pub(super) fn thread_end() {
     }
     rec.finished.store(1, Ordering::Release);
     sync::wake_all(&rec.finished);
+    super::tid::clear_child_tid_at_exit();
     if created && LIVE.fetch_sub(1, Ordering::AcqRel) == 1 {
         sync::wake_all(&LIVE);
     }

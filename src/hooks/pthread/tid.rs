@@ -46,6 +46,41 @@ pub(crate) fn is_virtual_tid(tid: libc::pid_t) -> bool {
     task_id(tid).is_some()
 }
 
+/// `set_tid_address(ptr)` in a coroutine thread: `ptr` becomes its own
+/// clear-child-tid word, which the kernel would zero and futex-wake when
+/// the thread exits (`clear_child_tid_at_exit`), and the call returns the
+/// thread's tid. The worker's own word (glibc's, for the kernel thread)
+/// stays as it is. None (the kernel's call): main, or outside a coroutine.
+pub(crate) fn set_clear_child_tid(ptr: usize) -> Option<libc::pid_t> {
+    if crate::sched::confined::is() {
+        return None;
+    }
+    let t = current().filter(|t| t.id != MAIN_ID)?;
+    t.ident.clear_child_tid.set(ptr);
+    Some(vtid(t.id))
+}
+
+/// At a coroutine thread's end, what the kernel does at a thread's exit
+/// for its clear-child-tid word: stores 0 there and wakes one waiter
+/// (coroutines parked on it through `syscall(SYS_futex)`, and threads in
+/// the kernel).
+pub(crate) fn clear_child_tid_at_exit() {
+    let Some(t) = current() else { return };
+    let p = t.ident.clear_child_tid.replace(0);
+    if p == 0 || p % 4 != 0 {
+        return;
+    }
+    // SAFETY: the program gave this address for the kernel to write a u32
+    // at the thread's exit, as set_tid_address(2) does; aligned above.
+    let word = unsafe { &*(p as *const std::sync::atomic::AtomicU32) };
+    word.store(0, Ordering::SeqCst);
+    if crate::sched::sync::wake_parked(p, 1, u32::MAX) == 0 {
+        // SAFETY: FUTEX_WAKE (shared, as the kernel's) on that word; no
+        // memory is written.
+        unsafe { crate::sys::real::syscall!(libc::SYS_futex, p, libc::FUTEX_WAKE, 1) };
+    }
+}
+
 /// The calling thread's tid: its own in a coroutine thread (also inside a
 /// signal handler that interrupted one), the kernel's elsewhere.
 pub(crate) fn current_tid() -> libc::pid_t {
