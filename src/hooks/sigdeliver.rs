@@ -371,8 +371,16 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
             let on_stack = sched::current_stack().is_some_and(|(lo, hi)| (lo..hi).contains(&sp));
             let open = t.ident.sigmask.load(Ordering::SeqCst) & bit(sig) == 0;
             if is_kick(&inf) {
-                if on_stack {
-                    run_deferred(&t);
+                // Preempted at a safe point, it runs them once resumed, where
+                // their waits can park (`preempt::redirect_for_signals`).
+                // Not at a safe point (in corun, in glibc): they stay pending
+                // and the preemption monitor retries until it is.
+                if on_stack && !sched::preempt::redirect_for_signals(uc) {
+                    if sched::preempt::enabled() {
+                        sched::preempt::signals_left_pending();
+                    } else {
+                        run_deferred(&t);
+                    }
                 }
             } else if is_fault(sig, &inf) {
                 in_place(&t, sig, info, uc, on_stack);

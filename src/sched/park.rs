@@ -121,6 +121,11 @@ pub fn in_async_signal_handler() -> bool {
     ASYNC_DEPTH.get() != 0
 }
 
+/// How many handlers the kernel started are running on this thread.
+pub fn async_signal_depth() -> u32 {
+    ASYNC_DEPTH.get()
+}
+
 /// Whether a signal handler runs on this thread (or in this coroutine).
 #[inline]
 pub fn in_signal_handler() -> bool {

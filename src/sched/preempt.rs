@@ -241,7 +241,15 @@ fn monitor(rt: &'static Runtime) {
         for (i, w) in rt.workers.iter().enumerate() {
             let id = w.running_id.load(Ordering::Relaxed);
             let sw = w.switches.load(Ordering::Relaxed);
-            if id == 0 || w.load.load(Ordering::Relaxed) < 2 {
+            // A signal left pending for a run the trampoline could not
+            // redirect (`redirect_for_signals`) is handed over by a
+            // preemption even on a worker with nothing else to run.
+            let held = id != 0 && (seen[i].0, seen[i].1) == (id, sw);
+            let signal_waits = held
+                && now.saturating_sub(seen[i].2) >= granularity
+                && super::signals::WORK.load(Ordering::Relaxed)
+                && has_deliverable(id);
+            if id == 0 || (w.load.load(Ordering::Relaxed) < 2 && !signal_waits) {
                 // Idle, or nothing else there to preempt for (a lone
                 // coroutine that computes costs no faster sampling).
                 seen[i] = (id, sw, now);
@@ -257,7 +265,10 @@ fn monitor(rt: &'static Runtime) {
             let ran = now.saturating_sub(seen[i].2);
             // A signal to hand to a coroutine is as urgent as a due timer.
             let due = next <= now || super::signals::WORK.load(Ordering::Relaxed);
-            if !(ran >= slice || (due && ran >= granularity)) || super::alone() || !thread_runs(w) {
+            if !(ran >= slice || (due && ran >= granularity))
+                || (super::alone() && !signal_waits)
+                || !thread_runs(w)
+            {
                 continue;
             }
             super::preempt_safe::refresh();
@@ -267,6 +278,18 @@ fn monitor(rt: &'static Runtime) {
         }
         busy = long_run.then_some(first_due);
     }
+}
+
+/// The trampoline left a kick's signals pending (no safe point): the
+/// monitor hands them over by a preemption once the coroutine reaches one
+/// (or it parks first, and they run then).
+pub fn signals_left_pending() {
+    super::signals::WORK.store(true, Ordering::SeqCst);
+}
+
+/// Whether coroutine `id` has a signal it takes pending.
+fn has_deliverable(id: u64) -> bool {
+    super::sigdispatch::find_id(id).is_some_and(|t| super::signals::deliverable(&t) != 0)
 }
 
 /// Whether the worker's thread is running or runnable (state R in
@@ -313,17 +336,52 @@ pub fn on_signal(uc: *mut c_void) {
         return;
     }
     let Some(t) = current() else { return };
-    if t.id != w.running_id.load(Ordering::Relaxed) || super::alone() || FILE_LOCKS.get() != 0 {
+    if t.id != w.running_id.load(Ordering::Relaxed)
+        || (super::alone() && super::signals::deliverable(&t) == 0)
+        || FILE_LOCKS.get() != 0
+    {
         return;
     }
     let Some((lo, top)) = super::park::current_stack() else {
         return;
     };
-    redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed));
+    let _ = redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed));
 }
 
+/// A kick (`signals.rs`) for the running coroutine's pending signals: when
+/// it computes at a safe point, it is preempted as above instead of running
+/// its handlers in the kernel's signal frame, and runs them once resumed
+/// (`yield_preempted`), as ordinary code of the coroutine: a handler that
+/// waits there parks the coroutine, not the worker. Boehm GC's suspend
+/// handler waits in `sigsuspend` until the collector restarts the world; in
+/// the kernel's frame that wait blocked the worker and every coroutine
+/// queued on it, among them threads the collector was still waiting for
+/// (bdwgc: "Signals delivery fails constantly"). False when not possible
+/// (off, not a safe point, a handler interrupted): the caller runs the
+/// handlers where it is. Called by the trampoline, inside its own count of
+/// `in_async_signal_handler`.
+pub fn redirect_for_signals(uc: *mut c_void) -> bool {
+    if !enabled() || uc.is_null() || super::confined::is() || in_signal_handler() {
+        return false;
+    }
+    if super::park::async_signal_depth() != 1 {
+        return false;
+    }
+    let (Some(w), Some(t)) = (current_worker(), current()) else {
+        return false;
+    };
+    if t.id != w.running_id.load(Ordering::Relaxed) || FILE_LOCKS.get() != 0 {
+        return false;
+    }
+    let Some((lo, top)) = super::park::current_stack() else {
+        return false;
+    };
+    redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed))
+}
+
+/// Whether the ucontext was rewritten to enter `corun_async_preempt`.
 #[cfg(target_arch = "x86_64")]
-fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) {
+fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) -> bool {
     // SAFETY: the kernel's ucontext for this delivery (checked non-null),
     // ours until the handler returns.
     let uc = unsafe { &mut *(uc as *mut libc::ucontext_t) };
@@ -334,20 +392,23 @@ fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) {
     );
     let room = 128 + super::preempt_asm::STACK_NEEDED;
     if sp < lo || sp >= top || sp - lo < room {
-        return;
+        return false;
     }
     if !super::preempt_safe::is_safe_point(pc, sp, top, start) {
-        return;
+        return false;
     }
     // The kernel's signal frame lies below the red zone: the trampoline
     // makes its return address slot itself, from this thread's TLS word.
     super::preempt_asm::set_return_pc(pc);
     g[libc::REG_RSP as usize] = (sp - 128) as i64;
     g[libc::REG_RIP as usize] = super::preempt_asm::entry() as i64;
+    true
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn redirect(_uc: *mut c_void, _lo: usize, _top: usize, _start: usize) {}
+fn redirect(_uc: *mut c_void, _lo: usize, _top: usize, _start: usize) -> bool {
+    false
+}
 
 /// Called by `corun_async_preempt`, in normal context on the preempted
 /// coroutine's stack with its registers saved: the coroutine yields to
