@@ -59,6 +59,10 @@ pub struct FdPolicy {
     /// (dup, dup2, F_DUPFD): a socket timeout set through that other fd is
     /// not seen here, so the hooks ask the kernel instead of the cache.
     pub shared: AtomicBool,
+    /// A TCP stream socket (made by `socket` with AF_INET/AF_INET6,
+    /// SOCK_STREAM and protocol 0 or IPPROTO_TCP, or accepted from one):
+    /// a read that returns less than asked emptied it (`hooks/drained.rs`).
+    pub tcp: AtomicBool,
     /// Which file the fd named when a call of generation `file_gen` last
     /// parked on it (`same_file`): an fd replaced behind corun's back is
     /// noticed before a call waits on the old file's registration.
@@ -85,6 +89,7 @@ impl FdPolicy {
         self.rcv_timeo.store(0, Ordering::Relaxed);
         self.snd_timeo.store(0, Ordering::Relaxed);
         self.shared.store(false, Ordering::Relaxed);
+        self.tcp.store(false, Ordering::Relaxed);
     }
 
     /// Copies what was learned about `other` (dup: the new fd shares the
@@ -98,6 +103,8 @@ impl FdPolicy {
             .store(other.rcv_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
         self.snd_timeo
             .store(other.snd_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.tcp
+            .store(other.tcp.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// Records which file `fd` names as generation `gen` is registered

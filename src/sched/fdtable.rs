@@ -98,6 +98,12 @@ pub struct FdEntry {
     pub gen: AtomicU32,
     pub read_seq: AtomicU32,
     pub write_seq: AtomicU32,
+    /// `(gen << 32 | read_seq) + 1` as a read that emptied the socket saw
+    /// them before it was made, 0 if none (`hooks/drained.rs`).
+    pub drained: AtomicU64,
+    /// `gen + 1` of the generation the netpoller saw EPOLLPRI for (urgent
+    /// data: a read stops short of it with data left), 0 if none.
+    pub urgent_gen: AtomicU32,
     /// The fd is one of corun's own (epoll, eventfd): the program cannot
     /// close it (it would get EBADF natively: the fd would not exist).
     pub runtime: std::sync::atomic::AtomicBool,
@@ -184,6 +190,10 @@ impl FdEntry {
                 as u32
             != 0;
         let wr = events & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
+        if events & libc::EPOLLPRI as u32 != 0 {
+            self.urgent_gen
+                .store(gen.wrapping_add(1), Ordering::Release);
+        }
         if rd {
             self.read_seq.fetch_add(1, Ordering::AcqRel);
         }
