@@ -26,7 +26,10 @@ pub(super) const FILE_CHECK_NS: u64 = 1_000_000;
 /// made it one fstat per request, 7-9% of threaded_http's req/s (136k to
 /// 125k, paired runs). A socket number is replaced behind corun's back by
 /// libc-internal code or raw system calls, not by programs waiting on it.
-const SOCKET_CHECK_NS: u64 = 200_000_000;
+/// At 10,000 connections a socket parks every ~120 ms: 200 ms still made
+/// it an fstat every other request (its inode cold: ~600 ns, 4% of the
+/// server's CPU); once a second, one in eight.
+const SOCKET_CHECK_NS: u64 = 1_000_000_000;
 
 /// The fd's kind is not known yet.
 pub const KIND_UNKNOWN: u8 = 0;
