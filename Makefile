@@ -92,6 +92,9 @@ $(BIN)/omp_team: c-tests/omp_team.c | $(BIN)
 # The two HTTP servers share their request handling.
 $(BIN)/threaded_http $(BIN)/epoll_http: c-tests/http_common.h
 
+# The tests that show a wait leaves its worker free share the ticker.
+$(BIN)/ipc_waits $(BIN)/stdio_pipe $(BIN)/system_wait $(BIN)/wait_family: c-tests/ticker.h
+
 deps:
 	@scripts/deps.sh
 

@@ -25,18 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile long ticks;
-static volatile int stop;
+#include "ticker.h"
 
-static void *ticker(void *arg)
-{
-    (void)arg;
-    while (!stop) {
-        usleep(1000);
-        ticks++;
-    }
-    return NULL;
-}
 
 /* Runs `act` in a child process after 200 ms. */
 static pid_t later(void (*act)(long), long arg)
@@ -86,23 +76,18 @@ static void mq_take(long q)
 }
 
 /* The ticker ran during the last wait (at least 5 ticks of 1 ms in 200). */
-static void ticked(const char *what, long before)
-{
-    printf("%s: ticker ran during the wait: %s\n", what, ticks - before >= 5 ? "yes" : "NO");
-}
+static void ticked(const char *what, long before) { ticker_report(what, before, 5); }
 
 static void on_alarm(int sig) { (void)sig; }
 
 int main(void)
 {
-    pthread_t tk;
-    pthread_create(&tk, NULL, ticker, NULL);
-    usleep(20000);
+    ticker_start(1000, 20000);
 
     /* System V message queue: msgrcv waits for a message. */
     int q = msgget(IPC_PRIVATE, 0600);
     struct msg m;
-    long t0 = ticks;
+    long t0 = ticker_now();
     pid_t p = later(send_msg, q);
     ssize_t r = msgrcv(q, &m, sizeof m.text, 0, 0);
     printf("msgrcv: %zd %s\n", r, r > 0 ? m.text : strerror(errno));
@@ -114,7 +99,7 @@ int main(void)
     ds.msg_qbytes = sizeof m.text;
     msgctl(q, IPC_SET, &ds);
     send_msg(q);
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(take_msg, q);
     m.type = 1;
     strcpy(m.text, "def");
@@ -147,13 +132,13 @@ int main(void)
     /* System V semaphore. */
     int s = semget(IPC_PRIVATE, 1, 0600);
     struct sembuf down = {.sem_num = 0, .sem_op = -1, .sem_flg = 0};
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(sem_post1, s);
     printf("semop waits for a post: %d\n", semop(s, &down, 1));
     ticked("semop", t0);
     reap(p);
     struct timespec tmo = {0, 150000000};
-    t0 = ticks;
+    t0 = ticker_now();
     errno = 0;
     int sr = semtimedop(s, &down, 1, &tmo);
     printf("semtimedop, 150 ms, nobody posts: %d %s\n", sr, strerrorname_np(errno));
@@ -178,14 +163,14 @@ int main(void)
     mqd_t mq = mq_open(name, O_CREAT | O_RDWR, 0600, &at);
     mq_unlink(name);
     char buf[64];
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(mq_put, mq);
     r = mq_receive(mq, buf, sizeof buf, NULL);
     printf("mq_receive: %zd %s\n", r, r > 0 ? buf : strerror(errno));
     ticked("mq_receive", t0);
     reap(p);
     mq_send(mq, "one", 4, 0);
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(mq_take, mq);
     printf("mq_send on a full queue: %d\n", mq_send(mq, "two", 4, 0));
     ticked("mq_send", t0);
@@ -199,7 +184,7 @@ int main(void)
         abs.tv_sec++;
         abs.tv_nsec -= 1000000000;
     }
-    t0 = ticks;
+    t0 = ticker_now();
     errno = 0;
     r = mq_timedreceive(mq, buf, sizeof buf, NULL, &abs);
     printf("mq_timedreceive, 150 ms, empty: %zd %s\n", r, strerrorname_np(errno));
@@ -209,7 +194,6 @@ int main(void)
     printf("mq_receive, buffer too small: %zd %s\n", r, strerrorname_np(errno));
     mq_close(mq);
 
-    stop = 1;
-    pthread_join(tk, NULL);
+    ticker_stop();
     return 0;
 }

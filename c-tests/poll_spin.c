@@ -3,6 +3,9 @@
  * CPython's multiprocessing.Pool does this (its worker-handler thread
  * waits on the result pipe, readable until the result-handler thread
  * reads it, then polls another pipe with a zero timeout, in a loop).
+ * The same loop on epoll_wait/epoll_pwait/epoll_pwait2 (a level-triggered
+ * epoll set holding the pipe: an event loop that has a ready descriptor
+ * it leaves to another thread).
  * Natively the kernel preempts the looping thread and the reader runs.
  * Under corun, with the reader homed on the looping thread's worker, the
  * loop never parked and the reader never ran: Pool.map hung. Each round
@@ -15,6 +18,7 @@
  * its worker look at its netpoller, so the parked client was never woken
  * and never sent the request that ends the server's loop. */
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +29,7 @@
 
 static int fds[2];
 static volatile int drained;
+static int ep; /* an epoll set watching fds[0], level-triggered */
 
 static void *drainer(void *arg)
 {
@@ -50,6 +55,18 @@ static int ready(const char *how)
         return poll(&p, 1, 0) == 1;
     if (how[0] == 'p' && how[1] == 'o') /* poll: 50 ms, returns at once while readable */
         return poll(&p, 1, 50) == 1;
+    if (how[0] == 'e') {
+        struct epoll_event ev;
+        if (how[5] == '0') /* epoll0 */
+            return epoll_wait(ep, &ev, 1, 0) == 1;
+        if (how[6] == 'p' && how[11] == '2') { /* epoll_pwait2 */
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            return epoll_pwait2(ep, &ev, 1, &ts, NULL) == 1;
+        }
+        if (how[6] == 'p') /* epoll_pwait */
+            return epoll_pwait(ep, &ev, 1, 50, NULL) == 1;
+        return epoll_wait(ep, &ev, 1, 50) == 1;
+    }
     if (how[0] == 'p') { /* ppoll */
         struct timespec ts = {0, 50 * 1000 * 1000};
         return ppoll(&p, 1, &ts, NULL) == 1;
@@ -99,11 +116,15 @@ static int ftplib_shape(void)
 
 int main(void)
 {
-    const char *hows[] = {"poll", "poll0", "ppoll", "select"};
+    const char *hows[] = {"poll", "poll0", "ppoll", "select", "epoll_wait", "epoll0", "epoll_pwait", "epoll_pwait2"};
     if (pipe(fds) != 0)
         return 2;
+    ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[0]};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev) != 0)
+        return 2;
     int failed = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 8; i++) {
         drained = 0;
         if (write(fds[1], "x", 1) != 1)
             return 2;

@@ -20,18 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile long ticks;
-static volatile int stop;
+#include "ticker.h"
 
-static void *ticker(void *arg)
-{
-    (void)arg;
-    while (!stop) {
-        usleep(1000);
-        ticks++;
-    }
-    return NULL;
-}
 
 /* A child writes `text` into `fd` after 200 ms. */
 static pid_t later(int fd, const char *text)
@@ -52,10 +42,8 @@ static void reap(pid_t p)
     waitpid(p, &st, 0);
 }
 
-static void ticked(const char *what, long before)
-{
-    printf("%s: ticker ran during the wait: %s\n", what, ticks - before >= 5 ? "yes" : "NO");
-}
+/* The ticker ran during the last wait (at least 5 ticks of 1 ms in 200). */
+static void ticked(const char *what, long before) { ticker_report(what, before, 5); }
 
 static FILE *in;
 static int wfd;
@@ -74,7 +62,7 @@ static void *reader(void *arg)
 {
     (void)arg;
     char buf[128];
-    long t0 = ticks;
+    long t0 = ticker_now();
     pid_t p = later(wfd, "first line\n");
     printf("fgets: %s", fgets(buf, sizeof buf, in) ? buf : "NULL\n");
     ticked("fgets", t0);
@@ -82,7 +70,7 @@ static void *reader(void *arg)
 
     char *line = NULL;
     size_t cap = 0;
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(wfd, "second line\n");
     ssize_t n = getline(&line, &cap, in);
     printf("getline: %zd %s", n, n > 0 ? line : "\n");
@@ -90,14 +78,14 @@ static void *reader(void *arg)
     reap(p);
     free(line);
 
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(wfd, "0123456789");
     size_t got = fread(buf, 1, 10, in);
     printf("fread: %zu %.10s\n", got, buf);
     ticked("fread", t0);
     reap(p);
 
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(wfd, "xy");
     int c1 = fgetc(in);
     int c2 = getc_unlocked(in);
@@ -105,7 +93,7 @@ static void *reader(void *arg)
     ticked("fgetc", t0);
     reap(p);
 
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(wfd, "z");
     int c3 = getc_unlocked(in);
     printf("getc_unlocked on an empty buffer: %c\n", c3);
@@ -114,14 +102,14 @@ static void *reader(void *arg)
 
     int a = 0, b = 0;
     double d = 0;
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(wfd, "12 34 2.5\n");
     int k = fscanf(in, "%d %d %lf", &a, &b, &d);
     printf("fscanf: %d items: %d %d %.1f\n", k, a, b, d);
     ticked("fscanf", t0);
     reap(p);
 
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(wfd, "77 w\n");
     char w = 0;
     k = scan_from(in, "%d %c", &a, &w);
@@ -143,9 +131,8 @@ int main(void)
         return 2;
     in = fdopen(fds[0], "r");
     wfd = fds[1];
-    pthread_t tk, rd;
-    pthread_create(&tk, NULL, ticker, NULL);
-    usleep(20000);
+    pthread_t rd;
+    ticker_start(1000, 20000);
     pthread_create(&rd, NULL, reader, NULL);
     pthread_join(rd, NULL);
 
@@ -153,7 +140,7 @@ int main(void)
     int sp[2];
     if (pipe(sp) != 0 || dup2(sp[0], 0) < 0)
         return 2;
-    long t0 = ticks;
+    long t0 = ticker_now();
     pid_t p = later(sp[1], "!");
     int c = getchar();
     printf("getchar: %c\n", c);
@@ -161,7 +148,7 @@ int main(void)
     reap(p);
 
     int v = 0;
-    t0 = ticks;
+    t0 = ticker_now();
     p = later(sp[1], "56\n");
     int k = scanf("%d", &v);
     printf("scanf: %d items: %d\n", k, v);
@@ -190,7 +177,6 @@ int main(void)
     e = errno;
     printf("fscanf, SIGALRM handler: %d errno %s, ferror %s\n", k, e == EINTR ? "EINTR" : "other",
            ferror(in) ? "set" : "clear");
-    stop = 1;
-    pthread_join(tk, NULL);
+    ticker_stop();
     return 0;
 }

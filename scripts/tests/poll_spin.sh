@@ -1,4 +1,5 @@
-# A thread that loops on poll/ppoll/select answered at once, waiting for a
+# A thread that loops on poll/ppoll/select/epoll_wait/epoll_pwait/
+# epoll_pwait2 answered at once, waiting for a
 # thread that shares its worker to read the descriptor (c-tests/poll_spin.c),
 # lets that thread run, natively and under corun: after a time slice
 # without a park, the looping coroutine's worker polls its netpoller and
@@ -11,11 +12,11 @@
 # ProcessPoolExecutor, print the same (every Pool.map hung under corun).
 source "$(dirname "$0")/../lib.sh"
 RUN_TIMEOUT=60 same_everywhere poll_spin "$BIN/poll_spin"
-[ "$(grep -c "the reader ran while this thread looped" "$TMPD/poll_spin.native")" = 4 ] \
+[ "$(grep -c "the reader ran while this thread looped" "$TMPD/poll_spin.native")" = 8 ] \
     || fail "poll_spin natively: $(cat "$TMPD/poll_spin.native")"
 grep -qx "a client parked beside a spinning server: both replies came" "$TMPD/poll_spin.native" \
     || fail "poll_spin natively: $(cat "$TMPD/poll_spin.native")"
-ok "poll_spin: poll, poll with timeout 0, ppoll, select: the reader ran in every run; a parked client got its replies"
+ok "poll_spin: poll, poll with timeout 0, ppoll, select, the epoll waits: the reader ran in every run; a parked client got its replies"
 
 cat >"$TMPD/pool.py" <<'PY'
 import concurrent.futures as cf, multiprocessing as mp

@@ -5,6 +5,6 @@
 # which no hook saw).
 source "$(dirname "$0")/../lib.sh"
 RUN_TIMEOUT=30 same_everywhere waits "$BIN/wait_family"
-[ "$(grep -c "the other thread ran meanwhile: yes" "$TMPD/waits.native")" = 5 ] \
+[ "$(grep -c "ticker ran during the wait: yes" "$TMPD/waits.native")" = 5 ] \
     || fail "natively: $(cat "$TMPD/waits.native")"
 ok "waitpid, wait, wait4, wait3, waitid: status and a running ticker, as natively"

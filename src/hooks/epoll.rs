@@ -116,13 +116,7 @@ fn epoll_parking(
     (!blocking).then_some(r)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn epoll_wait(
-    epfd: c_int,
-    ev: *mut epoll_event,
-    max: c_int,
-    timeout: c_int,
-) -> c_int {
+unsafe fn epoll_wait_inner(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int) -> c_int {
     if parking() && timeout != 0 {
         let deadline = super::poll::deadline_ms(timeout);
         if let Some(r) = epoll_parking(epfd, ev, max, deadline, std::ptr::null()) {
@@ -135,8 +129,7 @@ pub unsafe extern "C" fn epoll_wait(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn epoll_pwait(
+unsafe fn epoll_pwait_inner(
     epfd: c_int,
     ev: *mut epoll_event,
     max: c_int,
@@ -155,8 +148,7 @@ pub unsafe extern "C" fn epoll_pwait(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn epoll_pwait2(
+unsafe fn epoll_pwait2_inner(
     epfd: c_int,
     ev: *mut epoll_event,
     max: c_int,
@@ -243,5 +235,52 @@ pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
         note_new_fd(r, KIND_OTHER, false);
         epoll_solo::reset(r);
     }
+    r
+}
+
+// Each epoll wait ends, as poll's do, with a look at the time slice
+// (`sched/slice.rs`): an event loop whose waits are answered at once (a
+// level-triggered descriptor it leaves to another thread) lets the other
+// threads of its worker run after a slice, as the kernel's preemption
+// would. A wait that parked has switched, which starts a new slice.
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_wait(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+) -> c_int {
+    // SAFETY: the caller's epoll_wait contract, passed on.
+    let r = unsafe { epoll_wait_inner(epfd, ev, max, timeout) };
+    crate::sched::slice::yield_if_slice_spent();
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+    mask: *const sigset_t,
+) -> c_int {
+    // SAFETY: the caller's epoll_pwait contract, passed on.
+    let r = unsafe { epoll_pwait_inner(epfd, ev, max, timeout, mask) };
+    crate::sched::slice::yield_if_slice_spent();
+    r
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn epoll_pwait2(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    max: c_int,
+    ts: *const timespec,
+    mask: *const sigset_t,
+) -> c_int {
+    // SAFETY: the caller's epoll_pwait2 contract, passed on.
+    let r = unsafe { epoll_pwait2_inner(epfd, ev, max, ts, mask) };
+    crate::sched::slice::yield_if_slice_spent();
     r
 }

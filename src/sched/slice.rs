@@ -1,7 +1,7 @@
 //! A coroutine that keeps calling without ever waiting gives its worker
 //! up after a time slice.
 //!
-//! Natively a thread that loops on `poll`, `select` or `ppoll` calls that
+//! Natively a thread that loops on `poll`, `select`, `ppoll` or `epoll_wait` calls that
 //! return at once (a descriptor stays ready until another thread reads
 //! it), or on reads of its own non-blocking descriptors that fail with
 //! EAGAIN, is preempted by the kernel, and the thread it waits for runs.
