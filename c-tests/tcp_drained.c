@@ -8,7 +8,8 @@
  * still read exactly what the kernel holds: data sent in parts, data
  * already there when the read starts, recv, urgent data (a read stops short of
  * its mark with data left), poll then read, a read that filled its
- * buffer, SO_RCVTIMEO, a dup, the peer's close. Every byte read is
+ * buffer, SO_RCVTIMEO, a dup, the peer's close (alone, or there with
+ * the last data), a reset after the last data, our own SHUT_RD. Every byte read is
  * printed; the script compares the transcript with the native run's.
  */
 #include <arpa/inet.h>
@@ -133,7 +134,48 @@ int main(void)
     later(DELAY, shut_wr, (void *)(intptr_t)cl);
     READ("read until the peer's shutdown", sv, sizeof buf);
     READ_NOW("read at end of file", sv, sizeof buf);
+    close(sv);
+    close(cl);
 
+    /* The last data and the end of file there together (under corun the
+     * netpoller has seen both): the data, then 0 at once. */
+    cl = socket(AF_INET, SOCK_STREAM, 0);
+    T("connect", connect(cl, (struct sockaddr *)&a, sizeof a));
+    sv = T("accept", accept(l, NULL, NULL));
+    later_write(DELAY, cl, "first", 5);
+    READ("read first (data later)", sv, sizeof buf);
+    T("client writes the last data", write(cl, "bye", 3));
+    T("client shuts down", shutdown(cl, SHUT_WR));
+    usleep(20000);
+    READ_NOW("read the last data", sv, sizeof buf);
+    READ_NOW("read the end of file after it", sv, sizeof buf);
+    close(sv);
+    close(cl);
+
+    /* The last data, then a reset. */
+    cl = socket(AF_INET, SOCK_STREAM, 0);
+    T("connect", connect(cl, (struct sockaddr *)&a, sizeof a));
+    sv = T("accept", accept(l, NULL, NULL));
+    later_write(DELAY, cl, "first", 5);
+    READ("read first (data later)", sv, sizeof buf);
+    T("client writes the last data", write(cl, "rst", 3));
+    usleep(20000);
+    struct linger lg = {1, 0};
+    setsockopt(cl, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    T("client resets", close(cl));
+    usleep(20000);
+    READ_NOW("read the last data (reset after it)", sv, sizeof buf);
+    READ_NOW("read after the reset", sv, sizeof buf);
+    close(sv);
+
+    /* Our own shutdown of the read side after a short read. */
+    cl = socket(AF_INET, SOCK_STREAM, 0);
+    T("connect", connect(cl, (struct sockaddr *)&a, sizeof a));
+    sv = T("accept", accept(l, NULL, NULL));
+    later_write(DELAY, cl, "first", 5);
+    READ("read first (data later)", sv, sizeof buf);
+    T("shutdown SHUT_RD", shutdown(sv, SHUT_RD));
+    READ_NOW("read after our SHUT_RD", sv, sizeof buf);
     close(sv);
     close(cl);
     close(l);

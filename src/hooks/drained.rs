@@ -10,10 +10,14 @@
 //! - A TCP read that returns less than asked emptied the receive queue
 //!   (`tcp_recvmsg` copies until the length or the queue runs out; data
 //!   still in the backlog is queued as the call releases the socket, and
-//!   that raises a readiness edge). Two exceptions: urgent data (the read
-//!   stops at its mark, data left), seen here as EPOLLPRI from the
-//!   netpoller, after which this socket's reads are never skipped; and
-//!   nothing else, as `tcp_recvmsg_locked` reads (Linux 6.x).
+//!   that raises a readiness edge). Exceptions, as `tcp_recvmsg_locked`
+//!   reads (Linux 6.x): urgent data (the read stops at its mark, data
+//!   left), and the end of the stream or an error that came with or
+//!   before the last data (the read returns the data; the next one
+//!   returns 0 or the error at once, with no edge to come). The netpoller
+//!   sees both as EPOLLPRI, EPOLLRDHUP, EPOLLHUP or EPOLLERR, and after
+//!   that this socket's reads are never skipped (`undrainable_gen`); an
+//!   edge not yet collected is still pending, which is all a skip needs.
 //! - Every registration is edge-triggered: data that arrives after that
 //!   read raises an edge, which is either in the epoll's ready list or was
 //!   collected by a netpoller, which moved the fd's read sequence.
@@ -64,7 +68,7 @@ pub(crate) fn note(e: &FdEntry, seen: u64, r: isize, want: usize) {
     let gen = (seen.wrapping_sub(1) >> 32) as u32;
     let mark = if short
         && e.policy.tcp.load(Ordering::Relaxed)
-        && e.urgent_gen.load(Ordering::Acquire) != gen.wrapping_add(1)
+        && e.undrainable_gen.load(Ordering::Acquire) != gen.wrapping_add(1)
     {
         seen
     } else {

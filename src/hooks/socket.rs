@@ -208,7 +208,14 @@ pub unsafe extern "C" fn socketpair(
 #[no_mangle]
 pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
     // SAFETY: plain integers.
-    unsafe { real::shutdown(fd, how) }
+    let r = unsafe { real::shutdown(fd, how) };
+    if r == 0 {
+        // Reads now end at once: none may skip its attempt (`drained.rs`).
+        if let Some(e) = fdtable::peek(fd) {
+            e.drained.store(0, Ordering::Release);
+        }
+    }
+    r
 }
 
 /// SO_RCVTIMEO/SO_SNDTIMEO in both their names (the `_NEW` ones take a

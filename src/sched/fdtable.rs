@@ -101,9 +101,11 @@ pub struct FdEntry {
     /// `(gen << 32 | read_seq) + 1` as a read that emptied the socket saw
     /// them before it was made, 0 if none (`hooks/drained.rs`).
     pub drained: AtomicU64,
-    /// `gen + 1` of the generation the netpoller saw EPOLLPRI for (urgent
-    /// data: a read stops short of it with data left), 0 if none.
-    pub urgent_gen: AtomicU32,
+    /// `gen + 1` of the generation the netpoller saw urgent data, the
+    /// peer's shutdown or an error for (EPOLLPRI, EPOLLRDHUP, EPOLLHUP,
+    /// EPOLLERR), 0 if none: a read may then stop short with something
+    /// left for the next one, and no edge to come (`hooks/drained.rs`).
+    pub undrainable_gen: AtomicU32,
     /// The fd is one of corun's own (epoll, eventfd): the program cannot
     /// close it (it would get EBADF natively: the fd would not exist).
     pub runtime: std::sync::atomic::AtomicBool,
@@ -190,8 +192,9 @@ impl FdEntry {
                 as u32
             != 0;
         let wr = events & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
-        if events & libc::EPOLLPRI as u32 != 0 {
-            self.urgent_gen
+        let ends = libc::EPOLLPRI | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR;
+        if events & ends as u32 != 0 {
+            self.undrainable_gen
                 .store(gen.wrapping_add(1), Ordering::Release);
         }
         if rd {
