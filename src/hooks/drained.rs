@@ -30,6 +30,10 @@
 //! An fd not yet in this worker's epoll is registered by the park, and
 //! EPOLL_CTL_ADD reports data already there.
 //!
+//! The cost: a read made right after `poll` (or a MSG_PEEK) saw new data
+//! whose edge no netpoller has collected yet parks until one does (on a
+//! busy worker, within `POLL_EVERY` tasks) instead of reading at once.
+//!
 //! Only the first attempt of a call is skipped (after a wake, a change or
 //! a timeout the call reads), only for a socket the program keeps
 //! blocking (its own O_NONBLOCK wants the attempt's answer), and only on
