@@ -93,7 +93,8 @@ $(BIN)/omp_team: c-tests/omp_team.c | $(BIN)
 $(BIN)/threaded_http $(BIN)/epoll_http: c-tests/http_common.h
 
 # The tests that show a wait leaves its worker free share the ticker.
-$(BIN)/ipc_waits $(BIN)/stdio_pipe $(BIN)/system_wait $(BIN)/wait_family: c-tests/ticker.h
+$(BIN)/ipc_waits $(BIN)/stdio_pipe $(BIN)/system_wait $(BIN)/wait_family \
+	$(BIN)/c11_threads $(BIN)/aio_posix $(BIN)/stdio_write_pipe: c-tests/ticker.h
 
 deps:
 	@scripts/deps.sh

@@ -56,6 +56,85 @@ static void tcp_pair(void)
 
 static void do_oob(void *p) { send(*(int *)p, "!", 1, MSG_OOB); }
 static void do_shut(void *p) { shutdown(*(int *)p, SHUT_WR); }
+static void do_data_shut(void *p)
+{
+    if (send(*(int *)p, "last", 4, 0) != 4)
+        exit(3);
+    shutdown(*(int *)p, SHUT_WR);
+}
+static void do_reset(void *p)
+{
+    struct linger l = {1, 0};
+    setsockopt(*(int *)p, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    close(*(int *)p);
+}
+
+/* Reads the non-blocking socket until EAGAIN (or EOF, or an error),
+ * printing what each read got: a server's read loop before it polls. */
+static void drain(int fd, const char *label)
+{
+    char b[64], l[96];
+    for (int i = 0; i < 8; i++) {
+        snprintf(l, sizeof l, "%s: read", label);
+        long r = T(l, read(fd, b, sizeof b));
+        if (r <= 0)
+            return;
+    }
+}
+
+/* A server's connection: read until EAGAIN, then poll the one socket for
+ * input (corun answers some of these without asking the kernel: each
+ * answer must be the kernel's, revents and all). */
+static void read_then_poll(void)
+{
+    char b[8];
+    int fl = fcntl(tcp_a, F_GETFL);
+    T("fcntl O_NONBLOCK on the TCP socket", fcntl(tcp_a, F_SETFL, fl | O_NONBLOCK));
+    struct pollfd in = {tcp_a, POLLIN, 0};
+    drain(tcp_a, "empty");
+    later_write(DELAY, tcp_b, "req1", 4);
+    WAITS("read-then-poll POLLIN (data later)", poll(&in, 1, -1));
+    print_revents("revents", &in, 1);
+    drain(tcp_a, "req1");
+    struct pollfd rd = {tcp_a, POLLIN | POLLRDNORM, 0};
+    later_write(DELAY, tcp_b, "req2", 4);
+    WAITS("read-then-poll POLLIN|POLLRDNORM (data later)", poll(&rd, 1, 10000));
+    print_revents("revents", &rd, 1);
+    drain(tcp_a, "req2");
+    uint64_t t0 = tr_now_ms();
+    WAITS("read-then-poll POLLIN, timeout 100 (nothing)", poll(&in, 1, 100));
+    CHECK("waited the timeout", tr_now_ms() - t0 >= 90);
+    /* Data that came between the read and the poll: ready at once. */
+    T("send before the poll", send(tcp_b, "req3", 4, 0));
+    usleep(20000);
+    T("read-then-poll POLLIN (data came before)", poll(&in, 1, -1));
+    print_revents("revents", &in, 1);
+    drain(tcp_a, "req3");
+    /* Two sends in a row: one poll, both there after. */
+    later_write(DELAY, tcp_b, "r4a", 3);
+    WAITS("read-then-poll POLLIN (data later, again)", poll(&in, 1, -1));
+    print_revents("revents", &in, 1);
+    T("recv MSG_PEEK", recv(tcp_a, b, sizeof b, MSG_PEEK));
+    drain(tcp_a, "r4");
+    /* The last data and the peer's shutdown together. */
+    later(DELAY, do_data_shut, &tcp_b);
+    WAITS("read-then-poll POLLIN (data and shutdown later)", poll(&in, 1, -1));
+    print_revents("revents", &in, 1);
+    drain(tcp_a, "last");
+    close(tcp_a);
+    close(tcp_b);
+    /* A reset: error and hang-up. */
+    tcp_pair();
+    T("fcntl O_NONBLOCK on the new socket", fcntl(tcp_a, F_SETFL, fl | O_NONBLOCK));
+    in.fd = tcp_a;
+    drain(tcp_a, "empty again");
+    later(DELAY, do_reset, &tcp_b);
+    WAITS("read-then-poll POLLIN (peer resets later)", poll(&in, 1, -1));
+    print_revents("revents", &in, 1);
+    drain(tcp_a, "after reset");
+    close(tcp_a);
+    tcp_pair(); /* for what follows */
+}
 
 static volatile int got_signal;
 static void on_usr1(int sig)
@@ -175,6 +254,11 @@ int main(int argc, char **argv)
     struct pollfd rdh = {tcp_a, POLLIN | POLLRDHUP, 0};
     WAITS("poll POLLRDHUP (peer shuts down later)", poll(&rdh, 1, -1));
     print_revents("revents", &rdh, 1);
+
+    close(tcp_a);
+    close(tcp_b);
+    tcp_pair();
+    read_then_poll();
 
     /* Fortified names: the count is not a constant. */
     volatile nfds_t vn = 2;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -62,6 +63,44 @@ static void *run(void *arg)
 static void check(const char *what, int ok)
 {
     printf("%s: %s\n", what, ok ? "yes" : "NO");
+}
+
+/* set_tid_address from a detached thread (stress-ng's pthread stressor):
+ * the call returns the thread's tid, and when the thread exits the word
+ * becomes 0 and a futex waiter on it is woken, as the kernel does. */
+static volatile int clear_word;
+static volatile int set_tid_result_ok;
+
+static void *names_its_word(void *arg)
+{
+    (void)arg;
+    clear_word = (int)gettid();
+    set_tid_result_ok = syscall(SYS_set_tid_address, &clear_word) == gettid();
+    usleep(30000);
+    return NULL;
+}
+
+static int word_cleared_at_exit(void)
+{
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    clear_word = -1;
+    if (pthread_create(&t, &a, names_its_word, NULL) != 0)
+        return 0;
+    for (int i = 0; i < 500; i++) {
+        int v = clear_word;
+        if (v == 0)
+            return 1;
+        if (v == -1) {
+            usleep(1000);
+            continue;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        syscall(SYS_futex, &clear_word, FUTEX_WAIT, v, &ts, NULL, 0);
+    }
+    return 0;
 }
 
 int main(void)
@@ -138,5 +177,8 @@ int main(void)
     check("four signals ran in each target thread, and only there", all && !wrong);
     check("a joined thread's tid: ESRCH", tgkill(pid, tids[0], 0) == -1 && errno == ESRCH);
     check("sched_getscheduler of a joined thread: ESRCH", sched_getscheduler(tids[0]) == -1 && errno == ESRCH);
+    int cleared = word_cleared_at_exit();
+    check("set_tid_address returns the thread's tid", set_tid_result_ok);
+    check("the set_tid_address word is 0 after the thread's exit, its waiter woken", cleared);
     return all && !wrong ? 0 : 1;
 }

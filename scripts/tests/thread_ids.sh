@@ -2,7 +2,8 @@
 # syscall(SYS_gettid) differ between threads and equal the pid only in
 # main; tgkill, tkill and rt_tgsigqueueinfo (direct and through syscall())
 # on a thread's tid run the handler in that thread; the scheduling calls
-# take a thread's tid; a joined thread's tid is gone (ESRCH). Same output
+# take a thread's tid; a joined thread's tid is gone (ESRCH); set_tid_address
+# returns the tid, and its word is zeroed and woken at the thread's exit. Same output
 # natively and under corun (1 worker, default). Then CPython's own test of
 # it: threading.get_native_id() distinct across 10 threads.
 source "$(dirname "$0")/../lib.sh"

@@ -252,8 +252,8 @@ pub(crate) enum StatAnswer {
     /// The answer, errno set as the call left it.
     Done(c_int),
     /// The path was found cached a moment ago: make the program's call
-    /// inline (path_memo.rs).
-    Direct,
+    /// inline (path_memo.rs); the key, for `note_stat`.
+    Direct(Option<path_memo::Key>),
     /// Not cached: the pool makes the program's call.
     Pool,
 }
@@ -273,7 +273,7 @@ pub(crate) fn stat_with(
         // Linux 6.11 and later take NULL for "" with AT_EMPTY_PATH; older
         // kernels answer EFAULT: the program's own call gives the kernel's
         // answer (for "", corun's stat_fd(dirfd) below).
-        return StatAnswer::Direct;
+        return StatAnswer::Direct(None);
     }
     if let Some(k) = path_memo::key(dirfd, path) {
         if k.parent_regular_recently() {
@@ -285,7 +285,7 @@ pub(crate) fn stat_with(
         }
         if k.cached_recently() {
             note_inline();
-            return StatAnswer::Direct;
+            return StatAnswer::Direct(Some(k));
         }
     }
     let mut flags = libc::O_PATH | libc::O_CLOEXEC;
@@ -326,12 +326,18 @@ pub(crate) fn stat_with(
 
 /// A stat by path succeeded from the caches (inline) and found `mode`:
 /// the memo remembers the path (a lookup that followed symlinks found
-/// every dentry of the walk cached).
-pub(crate) fn note_stat(dirfd: c_int, path: *const c_char, nofollow: bool, mode: u32) {
+/// every dentry of the walk cached). `key`: the path's, if already made.
+pub(crate) fn note_stat(
+    dirfd: c_int,
+    path: *const c_char,
+    nofollow: bool,
+    mode: u32,
+    key: Option<path_memo::Key>,
+) {
     if nofollow {
         return;
     }
-    if let Some(k) = path_memo::key(dirfd, path) {
+    if let Some(k) = key.or_else(|| path_memo::key(dirfd, path)) {
         if mode & libc::S_IFMT == libc::S_IFREG {
             k.note_regular();
         } else {

@@ -346,6 +346,7 @@ pub unsafe extern "C" fn closefrom(low: c_int) {
 
 #[no_mangle]
 pub unsafe extern "C" fn fclose(f: *mut libc::FILE) -> c_int {
+    crate::hooks::stdio_write::before_fclose(f);
     if !f.is_null() {
         // SAFETY: the caller's fclose contract: `f` is an open stream.
         let fd = unsafe { libc::fileno(f) };

@@ -208,15 +208,15 @@ fn stat_call(
     if !crate::sched::parking() {
         return run_blocking(by_path);
     }
-    let r = match super::cached::stat_with(dirfd, path, nofollow, empty_path, on_fd) {
-        StatAnswer::Done(r) => r,
-        StatAnswer::Direct => by_path(),
+    let (r, key) = match super::cached::stat_with(dirfd, path, nofollow, empty_path, on_fd) {
+        StatAnswer::Done(r) => (r, None),
+        StatAnswer::Direct(key) => (by_path(), key),
         StatAnswer::Pool => return run_blocking(by_path),
     };
     if r == 0 {
         if let Some(m) = mode() {
             let e = errno();
-            super::cached::note_stat(dirfd, path, nofollow, m);
+            super::cached::note_stat(dirfd, path, nofollow, m, key);
             set_errno(e);
         }
     }

@@ -15,7 +15,7 @@
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `cached.rs`   | (no symbol) open and stat answered from the kernel's dentry cache inline, for `file.rs` |
 //! | `path_memo.rs`| (no symbol) paths this thread found cached a moment ago, for `cached.rs` |
-//! | `stdio.rs`    | fgets(_unlocked), fgetc(_unlocked), getc(_unlocked), _IO_getc, getchar(_unlocked), fread(_unlocked), getline, getdelim, __getdelim, __uflow, __underflow (wait for data first); `stdio_scanf.rs`: scanf, fscanf, vscanf, vfscanf and their __isoc99_/__isoc23_ forms |
+//! | `stdio.rs`    | fgets(_unlocked), fgetc(_unlocked), getc(_unlocked), _IO_getc, getchar(_unlocked), fread(_unlocked), getline, getdelim, __getdelim, __uflow, __underflow (wait for data first); `stdio_scanf.rs`: scanf, fscanf, vscanf, vfscanf and their __isoc99_/__isoc23_ forms; `stdio_write.rs`: fwrite(_unlocked), fputs(_unlocked), puts, fputc(_unlocked), putc(_unlocked), _IO_putc, putchar(_unlocked), __overflow, fflush(_unlocked), printf, fprintf, vprintf, vfprintf, dprintf, vdprintf and their __*_chk forms (wait until the fd takes data first) |
 //! | `clock.rs`    | clock_gettime, clock_getres (a coroutine thread's CPU clock) |
 //! | `own_fds.rs`  | opendir, fdopendir, readdir, readdir64, closedir, fstat(64), __fxstat(64) (corun's own fds out of sight) |
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
@@ -30,6 +30,8 @@
 //! | `cancel.rs`   | pthread_cancel, pthread_setcancelstate, pthread_setcanceltype, pthread_testcancel, __pthread_register_cancel(_defer), __pthread_unregister_cancel(_restore), __pthread_unwind_next |
 //! | `io_uring.rs` | __io_uring_get_cqe, io_uring_wait_cqes, io_uring_submit_and_wait(_timeout), io_uring_queue_init_params, io_uring_queue_exit (liburing) |
 //! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_fork, SYS_clone(3), SYS_seccomp: `process.rs`; SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo: `pthread/tid.rs`; SYS_close, SYS_dup2, SYS_dup3, SYS_close_range: `fdctl.rs`; SYS_io_getevents, SYS_io_pgetevents: the blocking pool) |
+//! | `aio.rs`      | aio_suspend(64), lio_listio(64) with LIO_WAIT (wait parked for glibc's AIO helper threads) |
+//! | `c11threads.rs`| thrd_create, thrd_join, thrd_exit, thrd_detach, thrd_current, thrd_equal, thrd_sleep, thrd_yield, mtx_lock, mtx_timedlock, mtx_trylock, mtx_unlock, cnd_wait, cnd_timedwait, cnd_signal, cnd_broadcast, call_once, tss_create, tss_get, tss_set, tss_delete (on the pthread hooks) |
 //! | `pthread/`    | pthread_* taking a pthread_t (create, join, keys, names, kill...); `tid.rs`: gettid, tgkill, sched_[gs]etaffinity, sched_[gs]etscheduler, sched_[gs]etparam, [gs]etpriority |
 //!
 //! Every hook begins with the same test: is the caller a coroutine? If not
@@ -65,6 +67,8 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub mod aio;
+pub mod c11threads;
 pub mod cached;
 pub mod cancel;
 pub mod clock;
@@ -96,8 +100,10 @@ pub mod socket;
 pub mod start;
 pub mod stdio;
 pub mod stdio_scanf;
+pub mod stdio_write;
 #[cfg(target_arch = "x86_64")]
 pub mod syscall;
+mod variadic;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -166,9 +172,13 @@ fn nb_word(on: bool) -> u32 {
 /// does not keep a disk read from waiting).
 #[inline]
 pub(crate) fn parking_on(fd: i32) -> bool {
-    if !crate::sched::parking() {
-        return false;
-    }
+    crate::sched::parking() && fd_parks(fd)
+}
+
+/// The fd's half of `parking_on`, for a caller that asked
+/// `sched::parking()` already (the reads: `before_nb_read` needs it too).
+#[inline]
+pub(crate) fn fd_parks(fd: i32) -> bool {
     let Some(e) = fdtable::peek(fd) else {
         return true;
     };
@@ -181,13 +191,38 @@ pub(crate) fn parking_on(fd: i32) -> bool {
         ))
 }
 
-/// `r` of a read made as the program asked (its own O_NONBLOCK, or
-/// MSG_DONTWAIT): on EAGAIN, the others of this worker get a turn if the
-/// caller held it for a whole slice (`sched/slice.rs`): a loop of such
-/// reads may be waiting for one of them to write.
+/// Before a read made as the program asked (its own O_NONBLOCK, or
+/// MSG_DONTWAIT), when the caller `parks` (`sched::parking()`, asked once
+/// by the hook): the socket's entry and its read-side snapshot, for
+/// `after_nb_read`.
 #[inline]
-pub(crate) fn after_nb_read(r: isize) -> isize {
+pub(crate) fn before_nb_read(
+    fd: i32,
+    parks: bool,
+) -> Option<(&'static FdEntry, fdtable::Snapshot)> {
+    if !parks {
+        return None;
+    }
+    let e = fdtable::peek(fd)?;
+    (e.policy.kind.load(Ordering::Relaxed) == fdtable::KIND_SOCKET)
+        .then(|| (e, e.snapshot(Dir::Read)))
+}
+
+/// `r` of a read made as the program asked, `before` it
+/// (`before_nb_read`): on EAGAIN, the socket is noted empty as of that
+/// snapshot (a `poll` for input that follows may park at once: poll.rs),
+/// and the others of this worker get a turn if the caller held it for a
+/// whole slice (`sched/slice.rs`): a loop of such reads may be waiting for
+/// one of them to write.
+#[inline]
+pub(crate) fn after_nb_read(
+    before: Option<(&'static FdEntry, fdtable::Snapshot)>,
+    r: isize,
+) -> isize {
     if r < 0 && errno() == libc::EAGAIN {
+        if let Some((e, seen)) = before {
+            e.policy.note_read_empty(seen);
+        }
         crate::sched::slice::yield_if_slice_spent();
     }
     r

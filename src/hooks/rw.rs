@@ -23,8 +23,8 @@ use std::sync::atomic::Ordering;
 use libc::{c_void, iovec, size_t, ssize_t};
 
 use super::{
-    after_nb_read, drained, eagain, fd_kind, nonblocking_loop, nosignal_after, parking_on,
-    ready_now, sent_or_epipe, write_all, Deadline, Io, Written,
+    after_nb_read, before_nb_read, drained, eagain, fd_kind, fd_parks, nonblocking_loop,
+    nosignal_after, parking_on, ready_now, sent_or_epipe, write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::parking;
@@ -270,7 +270,8 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
 
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    if parking_on(fd) {
+    let parks = parking();
+    if parks && fd_parks(fd) {
         let iov = iovec {
             iov_base: buf,
             iov_len: n,
@@ -279,8 +280,9 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
             return r;
         }
     }
+    let before = before_nb_read(fd, parks);
     // SAFETY: the caller's read contract.
-    after_nb_read(unsafe { real::read(fd, buf, n) })
+    after_nb_read(before, unsafe { real::read(fd, buf, n) })
 }
 
 #[no_mangle]
@@ -300,13 +302,15 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if parking_on(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
+    let parks = parking();
+    if parks && fd_parks(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
         if let Some(r) = read_iov(fd, iov, cnt) {
             return r;
         }
     }
+    let before = before_nb_read(fd, parks);
     // SAFETY: the caller's readv contract.
-    after_nb_read(unsafe { real::readv(fd, iov, cnt) })
+    after_nb_read(before, unsafe { real::readv(fd, iov, cnt) })
 }
 
 #[no_mangle]

@@ -29,8 +29,8 @@ use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 
 use super::rw::{iov_len, iov_tail};
 use super::{
-    after_nb_read, drained, eagain, nonblocking_loop, nosignal_after, parking_on, sent_or_epipe,
-    user_nonblocking, write_all, Deadline, Io, Written,
+    after_nb_read, before_nb_read, drained, eagain, fd_parks, nonblocking_loop, nosignal_after,
+    parking_on, sent_or_epipe, user_nonblocking, write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::parking;
@@ -332,14 +332,16 @@ fn sendmmsg_parking(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
+    let parks = crate::sched::parking();
+    if parks && fd_parks(fd) && flags & libc::MSG_DONTWAIT == 0 {
         let (addr, alen) = (std::ptr::null_mut(), std::ptr::null_mut());
         if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
     }
+    let before = before_nb_read(fd, parks);
     // SAFETY: the caller's recv contract.
-    after_nb_read(unsafe { real::recv(fd, buf, n, flags) })
+    after_nb_read(before, unsafe { real::recv(fd, buf, n, flags) })
 }
 
 #[no_mangle]
@@ -351,24 +353,30 @@ pub unsafe extern "C" fn recvfrom(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
-    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
+    let parks = crate::sched::parking();
+    if parks && fd_parks(fd) && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
     }
+    let before = before_nb_read(fd, parks);
     // SAFETY: the caller's recvfrom contract.
-    after_nb_read(unsafe { real::recvfrom(fd, buf, n, flags, addr, alen) })
+    after_nb_read(before, unsafe {
+        real::recvfrom(fd, buf, n, flags, addr, alen)
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
-    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
+    let parks = crate::sched::parking();
+    if parks && fd_parks(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = recvmsg_parking(fd, msg, flags) {
             return r;
         }
     }
+    let before = before_nb_read(fd, parks);
     // SAFETY: the caller's recvmsg contract.
-    after_nb_read(unsafe { real::recvmsg(fd, msg, flags) })
+    after_nb_read(before, unsafe { real::recvmsg(fd, msg, flags) })
 }
 
 #[no_mangle]

@@ -123,6 +123,9 @@ fn run_as(t: &Task, sig: c_int, h: usize, flags: c_int, info: *mut siginfo_t, uc
     }
     s.depth.fetch_sub(1, Ordering::Relaxed);
     signals::restore_mask(t, saved);
+    // The handler may have applied its own mask to the thread
+    // (`signals::sync_in_handler`); outside handlers, the workers' again.
+    signals::sync_here();
 }
 
 /// Delivers `sig`, pending for the running coroutine `t`, in `t`.
@@ -140,6 +143,16 @@ fn deliver(t: &Task, sig: c_int, mut info: Info) {
     let saved = t.ident.sigmask.load(Ordering::SeqCst);
     // SAFETY: a zeroed ucontext_t is a valid value.
     let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
+    // The registers of this very point, as the kernel gives the point a
+    // signal interrupted: a handler that records where its thread stopped
+    // reads them. Mono's suspend handler takes the stack pointer and the
+    // registers from there for its collector to scan, as bdwgc-style
+    // collectors do; zeroed, every suspend of a thread that took its
+    // signal while parked looked failed, and Mono retried for ever. The
+    // coroutine's own frames lie above this one on the same stack, with
+    // the registers they held saved in between.
+    // SAFETY: `uc` is a valid out-buffer for getcontext.
+    unsafe { libc::getcontext(&mut uc) };
     set_uc_mask(&mut uc, saved);
     run_as(
         t,

@@ -13,8 +13,10 @@
 //! before the call returns, so a signal pending in the kernel is delivered
 //! at once, in this coroutine; one pending on corun's side (for this
 //! thread, or for the process) is delivered here too, as natively before
-//! `sigprocmask` returns. In a handler, what the change unblocked runs
-//! when the handler returns.
+//! `sigprocmask` returns. In a handler, the kernel mask follows too (a
+//! signal pending in the kernel that the change lets through runs at once,
+//! nested, as natively: a child forked in a handler never returns from
+//! it); one pending on corun's side runs when the handler returns.
 //!
 //! Outside coroutines (a native thread, runtime code, a process confined
 //! by seccomp) every call is the real one.
@@ -64,6 +66,8 @@ pub(crate) fn change(t: &Task, how: c_int, set: Option<u64>) -> Result<u64, c_in
             if old & !new != 0 {
                 signals::run_pending(t);
             }
+        } else {
+            signals::sync_in_handler();
         }
     }
     Ok(old)

@@ -200,6 +200,11 @@ pub unsafe extern "C" fn sched_yield() -> c_int {
     // Nothing else to run here: counted all the same (yield_now counts
     // the other case), the watchdog's sign that this coroutine yields.
     crate::sched::stats::yielded();
+    // A loop of sched_yield waiting for a thread parked on an fd of this
+    // worker (GLib's tests: a GMainContext woken through its eventfd) would
+    // never let the worker look at its netpoller: after a slice, it does
+    // (`sched::slice`), and what woke runs.
+    crate::sched::slice::yield_if_slice_spent();
     // SAFETY: no arguments.
     unsafe { real::sched_yield() }
 }

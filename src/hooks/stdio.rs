@@ -82,6 +82,41 @@ fn only_blanks(ptr: *mut c_char, end: *mut c_char) -> bool {
 /// `_IO_ERR_SEEN`: what `ferror` reports.
 const IO_ERR_SEEN: c_int = 0x20;
 
+/// `_IO_USER_LOCK`: the FILE has no lock (`__fsetlocking`).
+const IO_USER_LOCK: c_int = 0x8000;
+/// Where `struct _IO_FILE` keeps its `_lock` pointer (x86_64 glibc).
+const LOCK_OFFSET: usize = 136;
+
+/// glibc's `_IO_lock_t`: a lowlevellock, a recursion count, the owner's
+/// thread pointer.
+#[repr(C)]
+struct FileLock {
+    lock: c_int,
+    cnt: c_int,
+    owner: *mut libc::c_void,
+}
+
+/// Whether the calling thread holds `f`'s lock already (`flockfile`, or
+/// a call that holds it and reads on): then it must not park in a stdio
+/// wait. Another thread of its worker that wanted the lock would wait for
+/// it in the kernel (glibc's lock, an inline futex), holding the worker
+/// this thread needs to resume: both would wait for ever. It waits inside
+/// glibc instead, as before (its worker with it, until the fd is ready).
+pub(super) fn lock_held_here(f: *mut FILE) -> bool {
+    // SAFETY: a FILE the caller passed, read as glibc's layout: the flags,
+    // then the lock pointer glibc set when it made the FILE.
+    unsafe {
+        if (*(f as *const c_int)) & IO_USER_LOCK != 0 {
+            return false;
+        }
+        let lock = *((f as *const u8).add(LOCK_OFFSET) as *const *const FileLock);
+        if lock.is_null() {
+            return false;
+        }
+        (*lock).cnt > 0 && (*lock).owner as usize == crate::ctx::tls::thread_pointer()
+    }
+}
+
 /// Waits, parked, until `f` has something to read. false: a handler
 /// without SA_RESTART ran meanwhile (the FILE's error flag and errno are
 /// set as glibc sets them when its read fails with EINTR).
@@ -109,7 +144,7 @@ pub(super) fn wait_input_beyond(f: *mut FILE, blanks_are_empty: bool) -> bool {
     let Some(e) = (fd >= 0).then(|| fdtable::get(fd)).flatten() else {
         return true;
     };
-    if fd_kind(fd, e) == KIND_FILE || user_nonblocking(fd, e) {
+    if fd_kind(fd, e) == KIND_FILE || user_nonblocking(fd, e) || lock_held_here(f) {
         return true;
     }
     let mut intr = Interruptible::begin();

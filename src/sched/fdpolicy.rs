@@ -16,7 +16,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
-use super::fdtable::Dir;
+use super::fdtable::{Dir, Snapshot};
 
 /// How often at most a parked call compares the file its fd names with
 /// the one registered (`FdPolicy::same_file`).
@@ -73,6 +73,15 @@ pub struct FdPolicy {
     file_gen: AtomicU32,
     /// When `file_id` was last compared (monotonic ns).
     file_checked: AtomicU64,
+    /// The read-side snapshot (`gen << 32 | seq`, plus one; 0: none) taken
+    /// before a read of the program's own that found a socket empty
+    /// (EAGAIN): `read_empty_since`.
+    read_empty: AtomicU64,
+}
+
+/// A snapshot as one word, plus one (0 stands for none).
+fn packed(s: Snapshot) -> u64 {
+    ((s.gen as u64) << 32 | s.seq as u64).wrapping_add(1)
 }
 
 impl FdPolicy {
@@ -108,6 +117,22 @@ impl FdPolicy {
             .store(other.snd_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
         self.tcp
             .store(other.tcp.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// A read the program made non-blocking found the socket empty; `seen`
+    /// is the read-side snapshot taken before that read.
+    pub fn note_read_empty(&self, seen: Snapshot) {
+        self.read_empty.store(packed(seen), Ordering::Relaxed);
+    }
+
+    /// Whether a read found the socket empty with no read-side edge since
+    /// (`now` is the snapshot now): no data, EOF or error came since that
+    /// read, or the netpoller has not counted it yet, and a park on the fd
+    /// wakes when it does (an fd no epoll has yet is added by the park,
+    /// and epoll reports it at once if it is ready by then). Either way a
+    /// `poll` for input may park without asking the kernel first.
+    pub fn read_empty_since(&self, now: Snapshot) -> bool {
+        self.read_empty.load(Ordering::Relaxed) == packed(now)
     }
 
     /// Records which file `fd` names as generation `gen` is registered

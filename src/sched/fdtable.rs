@@ -111,6 +111,9 @@ pub struct FdEntry {
     pub runtime: std::sync::atomic::AtomicBool,
     /// accept serialisation: bit 0 held, bit 1 someone found it held.
     accept_busy: AtomicU8,
+    /// The last read-side edge: `read_seq` after it << 32 | its epoll
+    /// events (`one_read_edge_since`).
+    read_edge: AtomicU64,
     /// What the hooks learned and decide with (`fdpolicy.rs`): reset with
     /// the generation, otherwise only the hooks' business.
     pub policy: FdPolicy,
@@ -182,6 +185,18 @@ impl FdEntry {
         r.wake();
     }
 
+    /// The epoll events of the read-side edge that came after `seen`, if
+    /// exactly one came (and the fd was not closed or replaced): what the
+    /// fd's state was when the netpoller took that edge.
+    pub fn one_read_edge_since(&self, seen: Snapshot) -> Option<u32> {
+        let now = self.snapshot(Dir::Read);
+        if now.gen != seen.gen || now.seq != seen.seq.wrapping_add(1) {
+            return None;
+        }
+        let v = self.read_edge.load(Ordering::Acquire);
+        ((v >> 32) as u32 == now.seq).then_some(v as u32)
+    }
+
     /// The netpoller saw `events` for registration `gen`.
     pub fn on_event(&self, gen: u32, events: u32) {
         if self.gen.load(Ordering::Acquire) != gen {
@@ -198,7 +213,9 @@ impl FdEntry {
                 .store(gen.wrapping_add(1), Ordering::Release);
         }
         if rd {
-            self.read_seq.fetch_add(1, Ordering::AcqRel);
+            let seq = self.read_seq.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+            self.read_edge
+                .store((seq as u64) << 32 | events as u64, Ordering::Release);
         }
         if wr {
             self.write_seq.fetch_add(1, Ordering::AcqRel);

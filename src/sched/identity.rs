@@ -47,6 +47,9 @@ pub struct Identity {
     /// A thread made by `pthread_create`: gets its own TLS when it first
     /// runs (corun_spawn tasks keep the cheap shared path).
     pub own_tls: Cell<bool>,
+    /// The word `set_tid_address` named (0: none): zeroed and woken when
+    /// the thread ends, as the kernel does (`hooks/pthread/tid.rs`).
+    pub clear_child_tid: Cell<usize>,
     /// Signals this thread blocks (bit `sig - 1`).
     pub sigmask: AtomicU64,
     /// Signals pending for this thread (bit `sig - 1`).

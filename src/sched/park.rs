@@ -57,11 +57,22 @@ pub enum FdWait {
 }
 
 /// Whether the caller runs in a coroutine (false in runtime code, in a
-/// signal handler, even one that interrupted a coroutine, and in a process
-/// confined by seccomp: `confined.rs`).
+/// handler the kernel started, even one that interrupted a coroutine, and
+/// in a process confined by seccomp: `confined.rs`).
+///
+/// A handler corun runs for a pending signal when its coroutine resumes
+/// (`signals::run_pending`, after the park's own state is cleaned up) is
+/// ordinary code of that coroutine, and waits in it park as anywhere else:
+/// Boehm GC's suspend handler acknowledges a stop-the-world and then waits
+/// in `sigsuspend` for the restart signal; blocking the worker there hung
+/// every collection whose collector shared the worker. (`suspend` keeps
+/// the handler depth out of sight of the coroutines that share this one's
+/// thread-locals: main, corun_spawn tasks, CORUN_TLS=worker.)
 #[inline]
 pub fn in_coroutine() -> bool {
-    !current_task_ptr().is_null() && SIGNAL_DEPTH.get() == 0 && !super::confined::is()
+    !current_task_ptr().is_null()
+        && (SIGNAL_DEPTH.get() == 0 || ASYNC_DEPTH.get() == 0)
+        && !super::confined::is()
 }
 
 std::thread_local! {
@@ -174,11 +185,15 @@ pub fn current_id() -> u64 {
 /// coroutine sees its own errno after any wait, as a thread would.
 pub(super) fn suspend(t: &Task) {
     let saved = crate::sys::errno();
+    // Parked inside a handler corun runs (`in_coroutine`): a coroutine
+    // that shares these thread-locals, run meanwhile, is in no handler.
+    let depth = SIGNAL_DEPTH.replace(0);
     t.debug.save_registers();
     let y = t.yielder.get();
     // SAFETY: `yielder` was set when the coroutine started and points at its
     // root frame, alive while the coroutine is; we run inside that coroutine.
     unsafe { (*y).suspend(()) };
+    SIGNAL_DEPTH.set(depth);
     crate::sys::set_errno(saved);
 }
 
@@ -500,6 +515,8 @@ pub fn exit_current(result: usize) -> ! {
     };
     task.result.store(result, Relaxed);
     task.exiting.set(true);
+    // An exit from a handler (pthread_exit in one): it never returns.
+    signal_handler_reset();
     set_current(std::ptr::null());
     let y = task.yielder.get();
     // SAFETY: as in `suspend`; the scheduler sees `exiting` and never

@@ -228,6 +228,25 @@ fn mask_changed() {
     super::spawn::notify_all();
 }
 
+/// Applies the workers' mask to this worker thread now, inside a signal
+/// handler too (async-signal-safe): a handler that unblocks a signal gets
+/// it, as natively. A child forked in a handler never returns from it
+/// (PostgreSQL 15 forks its walwriter and autovacuum launcher in its
+/// SIGCHLD handler, whose sa_mask blocks everything; the child then
+/// unblocks SIGTERM and must get it at a fast shutdown: a fork in a
+/// handler is the kernel's plain fork, `hooks/process.rs`). When the handler
+/// returns, the mask is right again: sigreturn installs the workers' mask
+/// if it changed meanwhile (`sigdeliver::in_place`), and a handler a
+/// coroutine ran is followed by `sync_here`.
+pub fn sync_in_handler() {
+    if let Some(w) = current_worker() {
+        // Whatever the epoch says: the kernel put the handler's mask on
+        // the thread, which no epoch counts.
+        sigmask::set_thread_mask(sigmask::kernel_mask());
+        w.sig_epoch.store(sigmask::epoch(), Ordering::Relaxed);
+    }
+}
+
 /// Applies the workers' mask to this thread now, if it is a worker and not
 /// in a signal handler: a signal just unblocked and pending in the kernel
 /// is then delivered before the caller goes on.

@@ -114,6 +114,7 @@ pub(super) fn thread_end() {
     }
     rec.finished.store(1, Ordering::Release);
     sync::wake_all(&rec.finished);
+    super::tid::clear_child_tid_at_exit();
     if created && LIVE.fetch_sub(1, Ordering::AcqRel) == 1 {
         sync::wake_all(&LIVE);
     }
@@ -143,6 +144,32 @@ pub(super) fn could_map(size: usize) -> bool {
     true
 }
 
+/// A thread's start routine: POSIX's, or C11's (`thrd_create`), whose
+/// `int` result becomes the thread's value as glibc makes it
+/// (`(void *)(uintptr_t)result`, which `thrd_join` casts back).
+#[derive(Clone, Copy)]
+pub(crate) enum Start {
+    Posix(StartFn),
+    C11(extern "C" fn(*mut c_void) -> c_int),
+}
+
+impl Start {
+    /// The routine's address (the watchdog and `corun dump` name it).
+    pub(crate) fn addr(self) -> usize {
+        match self {
+            Start::Posix(f) => f as usize,
+            Start::C11(f) => f as usize,
+        }
+    }
+
+    fn call(self, arg: *mut c_void) -> *mut c_void {
+        match self {
+            Start::Posix(f) => f(arg),
+            Start::C11(f) => f(arg) as isize as *mut c_void,
+        }
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn pthread_create(
     thread: *mut pthread_t,
@@ -157,6 +184,21 @@ pub unsafe extern "C" fn pthread_create(
         // SAFETY: the caller's contract.
         return unsafe { create_native(thread, attr, start, arg) };
     }
+    // SAFETY: the caller's contract.
+    unsafe { create_coroutine(thread, attr, Start::Posix(start), arg) }
+}
+
+/// A thread as a coroutine (`pthread_create`, `thrd_create`): 0 or an
+/// error number.
+///
+/// # Safety
+/// `thread` is writable; `attr` is NULL or an initialised attribute object.
+pub(crate) unsafe fn create_coroutine(
+    thread: *mut pthread_t,
+    attr: *const pthread_attr_t,
+    start: Start,
+    arg: *mut c_void,
+) -> c_int {
     let mut stack = default_stack_size();
     let mut detached = false;
     if !attr.is_null() {
@@ -212,14 +254,14 @@ pub unsafe extern "C" fn pthread_create(
                 .entry_limit
                 .set(std::hint::black_box(&marker) as *const u8 as usize);
         }
-        let r = start(arg as *mut c_void);
+        let r = start.call(arg as *mut c_void);
         thread_end();
         r
     }));
     // Before the spawn: once it runs, the thread may free what arg points to.
-    let kept = sched::startname::creation_arg(start as usize, arg);
+    let kept = sched::startname::creation_arg(start.addr(), arg);
     LIVE.fetch_add(1, Ordering::AcqRel);
-    let task = match sched::spawn_thread(entry, stack, start as usize) {
+    let task = match sched::spawn_thread(entry, stack, start.addr()) {
         Ok(t) => t,
         Err(_) => {
             // No stack could be had (memory, or the mappings limit): what

@@ -43,7 +43,7 @@ static OBJECTS: Mutex<Vec<(usize, bool)>> = Mutex::new(Vec::new());
 
 /// Whether a thread starting at `start` belongs to a runtime that
 /// schedules itself (see the top of this file).
-pub(super) fn schedules_itself(start: usize) -> bool {
+pub(crate) fn schedules_itself(start: usize) -> bool {
     let last = LAST.load(Ordering::Relaxed);
     if last & !1 == start {
         return last & 1 == 1;

@@ -314,7 +314,9 @@ mod info;
 mod join;
 mod keys;
 mod tid;
-pub(crate) use tid::{current_tid, is_virtual_tid, signal_tid, task_id, vtid};
+pub(crate) use tid::{
+    current_tid, is_virtual_tid, sched_attr_call, set_clear_child_tid, signal_tid, task_id, vtid,
+};
 
 pub(crate) use create::*;
 pub(crate) use info::*;

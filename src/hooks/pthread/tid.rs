@@ -46,6 +46,41 @@ pub(crate) fn is_virtual_tid(tid: libc::pid_t) -> bool {
     task_id(tid).is_some()
 }
 
+/// `set_tid_address(ptr)` in a coroutine thread: `ptr` becomes its own
+/// clear-child-tid word, which the kernel would zero and futex-wake when
+/// the thread exits (`clear_child_tid_at_exit`), and the call returns the
+/// thread's tid. The worker's own word (glibc's, for the kernel thread)
+/// stays as it is. None (the kernel's call): main, or outside a coroutine.
+pub(crate) fn set_clear_child_tid(ptr: usize) -> Option<libc::pid_t> {
+    if crate::sched::confined::is() {
+        return None;
+    }
+    let t = current().filter(|t| t.id != MAIN_ID)?;
+    t.ident.clear_child_tid.set(ptr);
+    Some(vtid(t.id))
+}
+
+/// At a coroutine thread's end, what the kernel does at a thread's exit
+/// for its clear-child-tid word: stores 0 there and wakes one waiter
+/// (coroutines parked on it through `syscall(SYS_futex)`, and threads in
+/// the kernel).
+pub(crate) fn clear_child_tid_at_exit() {
+    let Some(t) = current() else { return };
+    let p = t.ident.clear_child_tid.replace(0);
+    if p == 0 || p % 4 != 0 {
+        return;
+    }
+    // SAFETY: the program gave this address for the kernel to write a u32
+    // at the thread's exit, as set_tid_address(2) does; aligned above.
+    let word = unsafe { &*(p as *const std::sync::atomic::AtomicU32) };
+    word.store(0, Ordering::SeqCst);
+    if crate::sched::sync::wake_parked(p, 1, u32::MAX) == 0 {
+        // SAFETY: FUTEX_WAKE (shared, as the kernel's) on that word; no
+        // memory is written.
+        unsafe { crate::sys::real::syscall!(libc::SYS_futex, p, libc::FUTEX_WAKE, 1) };
+    }
+}
+
 /// The calling thread's tid: its own in a coroutine thread (also inside a
 /// signal handler that interrupted one), the kernel's elsewhere.
 pub(crate) fn current_tid() -> libc::pid_t {
@@ -239,4 +274,33 @@ pub unsafe extern "C" fn setpriority(
     }
     // SAFETY: plain integers.
     unsafe { real::setpriority(which, who, prio) }
+}
+
+/// `syscall(SYS_sched_setattr)` and `syscall(SYS_sched_getattr)` on a
+/// tid (glibc 2.36 has no wrapper: GLib's thread creation copies its
+/// creator's attributes into each new thread with them, by
+/// `syscall(SYS_gettid)`): a coroutine thread's setattr is accepted with
+/// no effect for SCHED_OTHER, SCHED_BATCH and SCHED_IDLE (a coroutine
+/// shares its worker's scheduling, as `sched_setscheduler` says), EPERM
+/// for the real-time policies; its getattr gives the calling worker's.
+/// None: a kernel tid, the kernel's call.
+pub(crate) fn sched_attr_call(n: libc::c_long, a: [libc::c_long; 4]) -> Option<libc::c_long> {
+    match named(-1, a[0] as libc::pid_t)? {
+        Err(e) => Some(fail(e) as libc::c_long),
+        Ok(_) if n == libc::SYS_sched_getattr => {
+            // SAFETY: the caller's buffer and size, for the calling thread.
+            Some(unsafe { libc::syscall(n, 0, a[1], a[2], a[3]) })
+        }
+        Ok(_) => {
+            if a[1] == 0 {
+                return Some(fail(libc::EINVAL) as libc::c_long);
+            }
+            // SAFETY: the caller's struct sched_attr: size, then policy.
+            let policy = unsafe { *((a[1] as *const u32).add(1)) } as c_int;
+            Some(match policy {
+                libc::SCHED_OTHER | libc::SCHED_BATCH | libc::SCHED_IDLE => 0,
+                _ => fail(libc::EPERM) as libc::c_long,
+            })
+        }
+    }
 }

@@ -69,8 +69,15 @@ mod rwlock;
 mod sem;
 
 use cond::COND_WORDS;
+pub(crate) use cond::{
+    pthread_cond_broadcast, pthread_cond_signal, pthread_cond_timedwait, pthread_cond_wait,
+};
 pub(crate) use mutex::{lock_any, unlock_any};
+pub(crate) use mutex::{
+    pthread_mutex_lock, pthread_mutex_timedlock, pthread_mutex_trylock, pthread_mutex_unlock,
+};
 use mutex::{MutexWords, KIND_PASSTHROUGH};
+pub(crate) use once::pthread_once;
 use rwlock::RWLOCK_WORDS;
 use sem::SemWords;
 

@@ -31,8 +31,10 @@
 //! - a native thread's waits (and every other futex command: PI locks,
 //!   FUTEX_WAIT_REQUEUE_PI...) go to the kernel as they are.
 //!
-//! SYS_gettid, SYS_tgkill, SYS_tkill and SYS_rt_tgsigqueueinfo go to
-//! `hooks/pthread/tid.rs`: a coroutine thread's tid is its own there.
+//! SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo,
+//! SYS_set_tid_address, SYS_sched_setattr and SYS_sched_getattr go to
+//! `hooks/pthread/tid.rs`: a coroutine thread's tid is its own there, and
+//! so is its clear-child-tid word.
 //!
 //! Raw `close`, `dup2`, `dup3` and `close_range` go to the hooks of those
 //! names (`hooks::fdctl`): an fd closed or replaced that way must not leave
@@ -149,11 +151,17 @@ pub unsafe extern "C" fn syscall(
         "je 4f",
         "cmp rdi, {gettid}",
         "je 4f",
+        "cmp rdi, {set_tid_address}",
+        "je 4f",
         "cmp rdi, {tkill}",
         "je 4f",
         "cmp rdi, {tgkill}",
         "je 4f",
         "cmp rdi, {tgsigqueueinfo}",
+        "je 4f",
+        "cmp rdi, {setattr}",
+        "je 4f",
+        "cmp rdi, {getattr}",
         "je 4f",
         "cmp rdi, {fork}",
         "je 4f",
@@ -197,9 +205,12 @@ pub unsafe extern "C" fn syscall(
         getevents = const libc::SYS_io_getevents,
         pgetevents = const SYS_IO_PGETEVENTS,
         gettid = const libc::SYS_gettid,
+        set_tid_address = const libc::SYS_set_tid_address,
         tkill = const libc::SYS_tkill,
         tgkill = const libc::SYS_tgkill,
         tgsigqueueinfo = const libc::SYS_rt_tgsigqueueinfo,
+        setattr = const libc::SYS_sched_setattr,
+        getattr = const libc::SYS_sched_getattr,
         fork = const libc::SYS_fork,
         seccomp = const libc::SYS_seccomp,
         clone = const libc::SYS_clone,
@@ -328,9 +339,13 @@ fn fd_call(n: c_long, a: [c_long; 3]) -> Option<c_long> {
 /// A coroutine thread's own tid (hooks/pthread/tid.rs): SYS_gettid, and
 /// the signals sent to such a tid. None: the kernel's call.
 fn thread_id_call(n: c_long, a: [c_long; 4]) -> Option<c_long> {
-    use crate::hooks::pthread::{current_tid, is_virtual_tid, signal_tid};
+    use crate::hooks::pthread::{
+        current_tid, is_virtual_tid, sched_attr_call, set_clear_child_tid, signal_tid,
+    };
     let r = match n {
+        libc::SYS_sched_setattr | libc::SYS_sched_getattr => return sched_attr_call(n, a),
         libc::SYS_gettid => current_tid(),
+        libc::SYS_set_tid_address => set_clear_child_tid(a[0] as usize)?,
         libc::SYS_tgkill => signal_tid(a[0] as c_int, a[1] as c_int, a[2] as c_int, None)?,
         libc::SYS_tkill => signal_tid(-1, a[0] as c_int, a[1] as c_int, None)?,
         libc::SYS_rt_tgsigqueueinfo if a[3] != 0 && is_virtual_tid(a[1] as c_int) => {
