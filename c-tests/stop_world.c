@@ -12,6 +12,11 @@
  * semaphore) runs its handler when it resumes; the handler's sigsuspend
  * blocked its worker, so the collector, or the next mutator to
  * acknowledge, never ran on that worker again: every collection hung.
+ * Two more mutators compute without a pause: on another worker the
+ * signal interrupts them there, and a handler run in the kernel's signal
+ * frame blocked that worker in sigsuspend the same way (bdwgc: "Signals
+ * delivery fails constantly"); they are preempted at a safe point and run
+ * the handler as their own code instead (sched/preempt.rs).
  *
  * The handler also checks what Mono's suspend handler reads from its
  * ucontext: the interrupted stack pointer (on the thread's own stack, near
@@ -34,7 +39,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define MUTATORS 6
+#define MUTATORS 8
+#define COMPUTING 2 /* the last two */
 #define ROUNDS 50
 #define SIG_SUSPEND SIGPWR
 #define SIG_RESTART SIGXCPU
@@ -82,6 +88,18 @@ static void on_suspend(int sig, siginfo_t *si, void *ucv)
 
 /* Waits the way a program's threads do between bits of work: a sleep, a
  * timed condition wait, a semaphore with a timeout. */
+static void *computing_mutator(void *arg)
+{
+    my_index = (int)(long)arg;
+    unsigned long x = (unsigned long)my_index;
+    while (!stopping) {
+        for (int i = 0; i < 1000; i++)
+            x = x * 6364136223846793005UL + 1442695040888963407UL;
+        work_done[my_index] += 1 + (long)(x & 0);
+    }
+    return NULL;
+}
+
 static void *mutator(void *arg)
 {
     my_index = (int)(long)arg;
@@ -152,7 +170,7 @@ int main(void)
     sem_init(&acks, 0, 0);
 
     for (long i = 0; i < MUTATORS; i++)
-        pthread_create(&mutators[i], NULL, mutator, (void *)i);
+        pthread_create(&mutators[i], NULL, i < MUTATORS - COMPUTING ? mutator : computing_mutator, (void *)i);
     usleep(20000);
     int rounds = 0;
     for (; rounds < ROUNDS; rounds++) {

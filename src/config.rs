@@ -41,6 +41,9 @@ pub struct Config {
     pub own_tls: bool,
     /// The signal that makes the process write a dump (0: none).
     pub dump_signal: i32,
+    /// Time slice after which a coroutine that computes is preempted
+    /// (CORUN_PREEMPT_MS; 0: never, the cooperative behaviour).
+    pub preempt_ms: u64,
 }
 
 impl Config {
@@ -133,8 +136,20 @@ impl Config {
                 )
             })?,
         };
+        let preempt_ms = match s("CORUN_PREEMPT_MS")? {
+            None => 10,
+            Some(v) => match v.parse::<u64>() {
+                Ok(n) if n <= 1000 => n,
+                _ => {
+                    return Err(format!(
+                        "CORUN_PREEMPT_MS={v:?} is not a time slice; use milliseconds from 0 (off) to 1000"
+                    ))
+                }
+            },
+        };
         Ok(Config {
             dump_signal,
+            preempt_ms,
             own_tls,
             workers,
             stack_size,
@@ -237,6 +252,7 @@ pub const KNOWN: &[&str] = &[
     "CORUN_STALL_MS",
     "CORUN_BLOCKING_THREADS",
     "CORUN_DUMP_SIGNAL",
+    "CORUN_PREEMPT_MS",
     "CORUN_LIB",
 ];
 
@@ -348,12 +364,26 @@ mod tests {
             ("CORUN_THREADS", "green"),
             ("CORUN_STATS", "maybe"),
             ("CORUN_STALL_MS", "-5"),
+            ("CORUN_PREEMPT_MS", "1001"),
+            ("CORUN_PREEMPT_MS", "10ms"),
             ("CORUN_BLOCKING_THREADS", "0"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert!(e.starts_with(k), "{e}");
             assert!(e.contains(v), "{e}");
         }
+    }
+
+    #[test]
+    fn preempt_slice() {
+        assert_eq!(cfg(&[]).unwrap().preempt_ms, 10);
+        assert_eq!(cfg(&[("CORUN_PREEMPT_MS", "0")]).unwrap().preempt_ms, 0);
+        assert_eq!(
+            cfg(&[("CORUN_PREEMPT_MS", " 1000 ")]).unwrap().preempt_ms,
+            1000
+        );
+        let e = cfg(&[("CORUN_PREEMPT_MS", "-1")]).unwrap_err();
+        assert!(e.ends_with("use milliseconds from 0 (off) to 1000"), "{e}");
     }
 
     #[test]

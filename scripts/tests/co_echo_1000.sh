@@ -14,6 +14,6 @@ threads=$(nthreads "$srv")
 workers=$(nproc)
 # The workers, plus the watchdog thread (no blocking-pool helper: nothing
 # here needs one).
-[ "$threads" -le $((workers + 1)) ] || fail "server has $threads kernel threads, expected at most $workers workers + the watchdog"
+[ "$threads" -le $((workers + 2)) ] || fail "server has $threads kernel threads, expected at most $workers workers + the watchdog + the preemption monitor"
 grep -q "main coroutine id 1" "$TMPD/server.err" || fail "main did not run as coroutine 1: $(cat "$TMPD/server.err")"
 ok "echo under corun: every byte of 1000x3 payloads checked; $threads kernel threads"

@@ -28,6 +28,8 @@ check_bad CORUN_TLS shared "thread .* or worker"
 check_bad CORUN_DUMP_SIGNAL KILL "a number or a name"
 check_bad CORUN_DUMP_SIGNAL USR9 "such as USR2"
 check_bad CORUN_STALL_MS soon "milliseconds"
+check_bad CORUN_PREEMPT_MS fast "milliseconds from 0 (off) to 1000"
+check_bad CORUN_PREEMPT_MS 5000 "milliseconds from 0 (off) to 1000"
 check_bad CORUN_BLOCKING_THREADS -3 "whole number"
 out=$(CORUN_STACK_SIZE=1m CORUN_WORKERS=3 LD_PRELOAD="$LIB" /bin/echo main-ran)
 [ "$out" = main-ran ] || fail "good values: $out"

@@ -46,8 +46,9 @@ const BELOW_GUARD_SLACK: usize = 256 * 1024;
 /// Size of each worker's alternate signal stack.
 const ALTSTACK_SIZE: usize = 64 * 1024;
 
+/// Which coroutine runs on a thread, and its stack's guard page.
 #[derive(Clone, Copy)]
-struct Running {
+pub struct Running {
     id: u64,
     guard_lo: usize,
     guard_hi: usize,
@@ -55,31 +56,47 @@ struct Running {
 }
 
 std::thread_local! {
-    static RUNNING: Cell<Running> = const {
-        Cell::new(Running { id: 0, guard_lo: 0, guard_hi: 0, size: 0 })
+    static RUNNING: Cell<Running> = const { Cell::new(Running::NONE) };
+}
+
+impl Running {
+    /// Coroutine `id`, whose stack has the guard page `guard` and ends at
+    /// `top`.
+    #[inline]
+    pub fn new(id: u64, guard: (usize, usize), top: usize) -> Running {
+        Running {
+            id,
+            guard_lo: guard.0,
+            guard_hi: guard.1,
+            size: top - guard.1,
+        }
+    }
+
+    /// No coroutine.
+    pub const NONE: Running = Running {
+        id: 0,
+        guard_lo: 0,
+        guard_hi: 0,
+        size: 0,
     };
 }
 
 /// Records which coroutine is about to run on this thread.
 #[inline]
 pub fn set_running(id: u64, guard: (usize, usize), top: usize) {
-    RUNNING.set(Running {
-        id,
-        guard_lo: guard.0,
-        guard_hi: guard.1,
-        size: top - guard.1,
-    });
+    RUNNING.set(Running::new(id, guard, top));
 }
 
 /// Records that no coroutine runs on this thread.
 #[inline]
 pub fn clear_running() {
-    RUNNING.set(Running {
-        id: 0,
-        guard_lo: 0,
-        guard_hi: 0,
-        size: 0,
-    });
+    RUNNING.set(Running::NONE);
+}
+
+/// This thread's record, for a scheduler that writes it at every switch
+/// without a thread-local lookup each time (valid as long as the thread).
+pub fn running_slot() -> *const Cell<Running> {
+    RUNNING.with(|r| r as *const Cell<Running>)
 }
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);

@@ -23,6 +23,8 @@
 //! | `process.rs`  | fork, vfork, waitpid, wait, wait3, wait4, waitid, posix_spawn(p); `process/`: clone, prctl (PR_SET_SECCOMP), system, popen, pclose |
 //! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk; `sigaction/`: sigaltstack |
 //! | `sigdeliver.rs`| (no symbol) the trampoline around every handler, and delivery in the coroutine that takes a signal |
+//! | `filelock.rs` | flockfile, ftrylockfile, funlockfile (counted: no preemption while the program holds a FILE lock) |
+//! | `sigpreempt.rs`| (no symbol) SIGURG, corun's preemption signal, as `sigaction` and `signal` report it |
 //! | `sigmask.rs`  | pthread_sigmask, sigprocmask, sigpending, sigblock, sigsetmask, siggetmask, sighold, sigrelse |
 //! | `signal.rs`   | sigwait, sigwaitinfo, sigtimedwait, sigsuspend, pause, sched_yield |
 //! | `dns.rs`      | getaddrinfo, getnameinfo, gethostbyname(2)(_r), gethostbyaddr |
@@ -78,6 +80,7 @@ pub mod epoll;
 mod epoll_solo;
 pub mod fdctl;
 pub mod file;
+pub mod filelock;
 pub mod io_uring;
 pub mod ipc;
 pub mod open;
@@ -95,6 +98,7 @@ pub mod sigaction;
 pub mod sigdeliver;
 pub mod sigmask;
 pub mod signal;
+pub mod sigpreempt;
 pub mod sleep;
 pub mod socket;
 pub mod start;

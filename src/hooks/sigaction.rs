@@ -58,6 +58,11 @@ pub unsafe extern "C" fn sigaction(
         // SAFETY: the caller's sigaction contract (the kernel says EINVAL).
         return unsafe { next::sigaction(sig, act, old) };
     }
+    if super::sigpreempt::owns(sig) {
+        // corun's preemption signal: the kernel keeps the trampoline.
+        // SAFETY: the caller's contract.
+        return unsafe { super::sigpreempt::sigaction(act, old) };
+    }
     if sig == libc::SIGSEGV || sig == libc::SIGBUS {
         // SAFETY: the caller's contract.
         if let Some(r) = unsafe { fault_signal(sig, act, old) } {
@@ -205,6 +210,9 @@ fn signal_like(
     h: sighandler_t,
     real_fn: unsafe fn(c_int, sighandler_t) -> sighandler_t,
 ) -> sighandler_t {
+    if super::sigpreempt::owns(sig) {
+        return super::sigpreempt::signal(h);
+    }
     if (sig == libc::SIGSEGV || sig == libc::SIGBUS) && !is_function(h) {
         // SAFETY: zeroed sigactions are valid; ours, readable and writable.
         let (mut a, mut o): (SigAction, SigAction) = unsafe { std::mem::zeroed() };

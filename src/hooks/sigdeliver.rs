@@ -257,6 +257,8 @@ fn to_this_thread(sig: c_int, info: &Info) -> bool {
 }
 
 fn is_kick(info: &Info) -> bool {
+    // (A preemption request that found nothing to preempt is no signal
+    // either: the trampoline returns before it gets here.)
     siginfo::code(info) == libc::SI_QUEUE
         && siginfo::value(info) == signals::KICK_VALUE
         // SAFETY: getpid has no preconditions.
@@ -333,6 +335,16 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
         return;
     }
     let saved_errno = errno();
+    if sig == sched::preempt::SIGNAL {
+        // SAFETY: the kernel's siginfo for this delivery (or NULL).
+        let inf = unsafe { siginfo::from_ptr(info, sig) };
+        if sched::preempt::is_request(&inf) {
+            // corun's own preemption request, never the program's.
+            sched::preempt::on_signal(uc);
+            set_errno(saved_errno);
+            return;
+        }
+    }
     async_signal_enter();
     // SAFETY: the kernel's siginfo for this delivery (or NULL).
     let inf = unsafe { siginfo::from_ptr(info, sig) };
@@ -359,8 +371,16 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
             let on_stack = sched::current_stack().is_some_and(|(lo, hi)| (lo..hi).contains(&sp));
             let open = t.ident.sigmask.load(Ordering::SeqCst) & bit(sig) == 0;
             if is_kick(&inf) {
-                if on_stack {
-                    run_deferred(&t);
+                // Preempted at a safe point, it runs them once resumed, where
+                // their waits can park (`preempt::redirect_for_signals`).
+                // Not at a safe point (in corun, in glibc): they stay pending
+                // and the preemption monitor retries until it is.
+                if on_stack && !sched::preempt::redirect_for_signals(uc) {
+                    if sched::preempt::enabled() {
+                        sched::preempt::signals_left_pending();
+                    } else {
+                        run_deferred(&t);
+                    }
                 }
             } else if is_fault(sig, &inf) {
                 in_place(&t, sig, info, uc, on_stack);

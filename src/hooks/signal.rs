@@ -90,11 +90,12 @@ fn wait_parking(
             // SAFETY: getpid has no preconditions.
             let me = unsafe { libc::getpid() };
             if siginfo::code(&inf) == libc::SI_QUEUE
-                && siginfo::value(&inf) == signals::KICK_VALUE
+                && (siginfo::value(&inf) == signals::KICK_VALUE
+                    || crate::sched::preempt::is_request(&inf))
                 && siginfo::pid(&inf) == me
             {
-                // corun's own kick to this worker, left pending: not the
-                // program's signal.
+                // corun's own kick or preemption request to this worker,
+                // left pending: not the program's signal.
                 continue;
             }
             if !info.is_null() {

@@ -89,6 +89,21 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
     let stack = main_stack_size(&cfg);
     let dump_signal = cfg.dump_signal;
     super::cancel::init();
+    // Preemption's signal is set up before any worker computes its mask.
+    let slice_ms = if dump_signal == sched::preempt::SIGNAL {
+        raw_stderr(
+            b"corun: CORUN_DUMP_SIGNAL is SIGURG, the signal preemption uses: preemption off\n",
+        );
+        0
+    } else {
+        cfg.preempt_ms
+    };
+    if !sched::preempt::configure(slice_ms) {
+        raw_stderr(
+            b"corun: this CPU's register state does not fit a preemption frame: preemption off\n",
+        );
+    }
+    super::sigpreempt::install();
     if let Err(e) = sched::start(cfg) {
         raw_stderr(format!("corun: cannot start the runtime: {e}\n").as_bytes());
         // SAFETY: as above.

@@ -19,7 +19,8 @@
 //! that broke the rule, and natively a process whose only thread that was
 //! ends with it (sshd's monitor then sees the socket close). So `enter`
 //! makes corun's helper threads (the blocking pool's, the watchdog, the
-//! cancel-deadline thread) leave, and waits, up to `HELPERS_GONE_NS`, until
+//! preemption monitor (which looks at every sample), the cancel-deadline
+//! thread) leave, and waits, up to `HELPERS_GONE_NS`, until
 //! the kernel no longer knows them (helpers start through `spawn_helper`
 //! and record their kernel thread id in `HELPERS`). Idle workers are not
 //! stopped.

@@ -48,6 +48,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::blocking::reset_after_fork();
     super::stack_pool::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();
+    super::preempt::reset_after_fork();
     super::startname::after_fork_child();
     super::deadline::after_fork_child();
     if let Some(me) = super::park::current_ref() {

@@ -33,6 +33,9 @@ pub mod fork_injector;
 pub mod identity;
 pub mod netpoller;
 pub mod park;
+pub mod preempt;
+mod preempt_asm;
+mod preempt_safe;
 pub mod resume;
 pub mod run_loop;
 pub mod run_queue;
@@ -78,13 +81,19 @@ pub use waiter::{ThreadParker, Waiter};
 pub fn start(config: crate::config::Config) -> std::io::Result<&'static runtime::Runtime> {
     let plugins = runtime::Plugins {
         task_ended: fork::task_ended,
-        spawned: watchdog::ensure_started,
+        spawned: on_spawn,
     };
     let rt = runtime::start(config, plugins)?;
     if rt.config.stats {
         stats::print_at_exit();
     }
     Ok(rt)
+}
+
+/// The first spawn starts the watchdog and the preemption monitor.
+fn on_spawn(rt: &'static runtime::Runtime) {
+    watchdog::ensure_started(rt);
+    preempt::ensure_started(rt);
 }
 
 /// Whether the running coroutine is the only live one in the process (a
@@ -184,6 +193,11 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
 /// the task left before it was marked DONE (no second lock): a spawn and
 /// join in a loop took the lock three times per join.
 fn join_parked(t: &TaskRef) -> Result<usize, JoinError> {
+    if t.state() == task::DONE {
+        if let Some(r) = join_ended(t) {
+            return r;
+        }
+    }
     let mut first = true;
     loop {
         let mut answer = None;
@@ -229,6 +243,32 @@ fn join_parked(t: &TaskRef) -> Result<usize, JoinError> {
             return Ok(j.result);
         }
     }
+}
+
+/// `join_parked` of a task that has ended: claims the join and takes the
+/// result (stored before the task was marked DONE) with one lock, without
+/// the park's machinery (park token, cancellation announcement, wait
+/// description and its clock read). A spawner that spawns many coroutines
+/// and then joins them in turn (100,000 sleepers) finds most of them
+/// ended, one after the other on its critical path. None when a
+/// cancellation is due or a token-aware park was announced: the park
+/// path acts on those.
+fn join_ended(t: &TaskRef) -> Option<Result<usize, JoinError>> {
+    let me = current()?;
+    if me.ident.cancel_due() || me.ident.token_point.get() {
+        return None;
+    }
+    {
+        let mut j = fdtable::lock(&t.join);
+        if j.claimed {
+            return Some(Err(JoinError::Claimed));
+        }
+        j.claimed = true;
+    }
+    if let Some(w) = worker::current_worker() {
+        stats::not_parked(w.index);
+    }
+    Some(Ok(t.result.load(std::sync::atomic::Ordering::Relaxed)))
 }
 
 /// Gives up the right to join `t` (its memory goes when it ends).

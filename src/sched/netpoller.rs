@@ -52,9 +52,11 @@ pub(super) fn new_epoll(wake: &EventFd) -> std::io::Result<Epoll> {
 }
 
 impl Worker {
-    /// The epoll instance fds are registered with by tasks of this worker.
+    /// The epoll instance fds are registered with by tasks of this worker
+    /// (the worker's own thread only).
     pub(super) fn epoll(&self) -> Epoll {
         self.renewed();
+        self.local.watches_fds.set(true);
         self.local.epoll.get()
     }
 
@@ -111,13 +113,23 @@ impl Worker {
                 timeout = Some(0);
             }
         }
-        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
-        let n = self.local.epoll.get().wait(&mut evs, timeout);
+        let mut evs = [std::mem::MaybeUninit::<libc::epoll_event>::uninit(); EVENTS];
+        // A look that must not block, at an epoll that holds only the
+        // wake eventfd, would find nothing: wake-ups from other threads
+        // arrive through the queues, and a written eventfd is drained by
+        // the next sleep (which returns at once). Skipping it saves a
+        // system call every POLL_EVERY tasks to programs that wait on no
+        // fd (a yield, spawn+join or sleep loop).
+        let evs: &[libc::epoll_event] = if block || self.local.watches_fds.get() {
+            self.local.epoll.get().wait(&mut evs, timeout)
+        } else {
+            &[]
+        };
         if block {
             self.sleeping.store(false, Ordering::SeqCst);
             self.local.clock.set(crate::sys::now_ns());
         }
-        for ev in &evs[..n] {
+        for ev in evs {
             let (data, events) = (ev.u64, ev.events);
             if data == WAKE_KEY {
                 self.wake.drain();
@@ -132,6 +144,7 @@ impl Worker {
 
     fn fire_timers(&self) {
         if self.local.timers.borrow().is_empty() {
+            super::preempt::timers_next(self.index, None);
             return;
         }
         let now = crate::sys::now_ns();
@@ -142,5 +155,8 @@ impl Worker {
                 None => break,
             }
         }
+        // For the preemption monitor: when this worker's next timer is due.
+        let next = self.local.timers.borrow().next_deadline();
+        super::preempt::timers_next(self.index, next);
     }
 }

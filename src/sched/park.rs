@@ -121,6 +121,11 @@ pub fn in_async_signal_handler() -> bool {
     ASYNC_DEPTH.get() != 0
 }
 
+/// How many handlers the kernel started are running on this thread.
+pub fn async_signal_depth() -> u32 {
+    ASYNC_DEPTH.get()
+}
+
 /// Whether a signal handler runs on this thread (or in this coroutine).
 #[inline]
 pub fn in_signal_handler() -> bool {
@@ -276,6 +281,8 @@ fn park_described(
         return Woken::NotParked;
     }
     let timer = deadline.map(|d| {
+        // The preemption monitor learns when a timer of this worker is due.
+        super::preempt::timer_added(worker.index, d);
         worker.timers().borrow_mut().insert(
             d,
             Waiter::Task {

@@ -81,13 +81,14 @@ impl Worker {
         let co = coro.as_mut().expect("coroutine just made");
         t.set_running();
         let (guard, top) = co.bounds();
-        overflow::set_running(t.id, guard, top);
+        let record = self.overflow_record();
+        record.set(overflow::Running::new(t.id, guard, top));
         self.running_id.store(t.id, Ordering::Relaxed);
         self.running_start_addr
             .store(t.start_addr, Ordering::Relaxed);
         self.running_since
             .store(self.local.clock.get(), Ordering::Relaxed);
-        CURRENT.set(tp);
+        self.set_current_task(tp);
         t.ident.cpu.resumed(self.tid.load(Ordering::Relaxed));
         let own_tp = t.ident.tp.get();
         let r = if own_tp != 0 {
@@ -96,9 +97,9 @@ impl Worker {
             co.resume()
         };
         t.ident.cpu.suspended();
-        CURRENT.set(std::ptr::null());
+        self.set_current_task(std::ptr::null());
         self.running_id.store(0, Ordering::Relaxed);
-        overflow::clear_running();
+        record.set(overflow::Running::NONE);
         // Only this thread writes it: no read-modify-write needed.
         self.switches
             .store(self.switches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);

@@ -59,6 +59,15 @@ impl<T> RunQueue<T> {
         self.q.pop_front()
     }
 
+    /// Moves the `k` newest entries ahead of the others, in their order:
+    /// tasks a preempted coroutine's worker just woke run before the
+    /// coroutines that were preempted (`preempt.rs`), as the kernel runs a
+    /// thread that wakes before the ones that compute.
+    pub fn promote_newest(&mut self, k: usize) {
+        let k = k.min(self.q.len());
+        self.q.rotate_right(k);
+    }
+
     /// Entries, turns included.
     pub fn len(&self) -> usize {
         self.q.len()
@@ -87,6 +96,21 @@ mod tests {
         let want: Vec<_> = [1, 2, 3, 4, 0].into_iter().map(Turn::Ready).collect();
         assert_eq!(got, want);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn promoted_entries_come_first_in_their_order() {
+        let mut q = RunQueue::new();
+        for i in 0..5 {
+            q.push(i);
+        }
+        q.promote_newest(2);
+        let got: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        let want: Vec<_> = [3, 4, 0, 1, 2].into_iter().map(Turn::Ready).collect();
+        assert_eq!(got, want);
+        q.push(7);
+        q.promote_newest(5);
+        assert_eq!(q.pop(), Some(Turn::Ready(7)));
     }
 
     #[test]

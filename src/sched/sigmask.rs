@@ -145,7 +145,16 @@ fn desired() -> u64 {
             d |= 1 << s;
         }
     }
-    d & !NEVER_BLOCKED
+    // corun's preemption signal too, while preemption is on (`preempt.rs`).
+    d & !NEVER_BLOCKED & !preempt_bit()
+}
+
+fn preempt_bit() -> u64 {
+    if super::preempt::enabled() {
+        bit(super::preempt::SIGNAL)
+    } else {
+        0
+    }
 }
 
 /// Recomputes the workers' mask; true if it changed. Never waits.

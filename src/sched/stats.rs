@@ -20,7 +20,8 @@
 //!
 //! Context switches are the workers' resume counts (`Worker::switches`);
 //! blocking-pool hand-offs are the pool's job count (`blocking::jobs`);
-//! stalls are the watchdog's reports (`stalled`).
+//! stalls are the watchdog's reports (`stalled`); preemptions and the
+//! requests sent for them are `preempt.rs`'s.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -190,6 +191,11 @@ pub fn report() -> String {
         super::blocking::inline_answers().to_string(),
     );
     line("stalls reported", t.stalls.to_string());
+    let (sent, preempted) = super::preempt::counts();
+    line(
+        "preemptions",
+        format!("{preempted} (of {sent} requests; the others found no safe point)"),
+    );
     if let Some(rt) = runtime() {
         for w in &rt.workers {
             line(

@@ -1,4 +1,4 @@
-//! Timers: a binary min-heap of deadlines with O(log n) cancellation.
+//! Timers: a 4-ary min-heap of deadlines with O(log n) cancellation.
 //!
 //! Each worker owns one. A coroutine that sleeps, or waits with a timeout,
 //! inserts its deadline; the worker's poll sleeps until the earliest one
@@ -7,10 +7,19 @@
 //! a 30 s timeout at 100k requests/s must not pile up millions of dead
 //! entries, which a lazily-cleaned heap would.
 //!
-//! Entries live in a slab; the heap holds slab indices, and each slab slot
-//! remembers its heap position so `cancel` can remove it from the middle.
-//! A `TimerId` carries a generation so a cancel after the timer fired (and
-//! its slot was reused) does nothing.
+//! Entries live in a slab; the heap holds each entry's deadline next to its
+//! slab index, and each slab slot remembers its heap position so `cancel`
+//! can remove it from the middle. A `TimerId` carries a generation so a
+//! cancel after the timer fired (and its slot was reused) does nothing.
+//!
+//! Why this shape: with 100,000 sleepers on a worker, popping the expired
+//! timers was 325 instructions per timer in callgrind, most of them
+//! comparisons that read each candidate's deadline from its slab slot (a
+//! slot anywhere in 5 MB, bounds-checked) and three-way swaps. Here the
+//! deadlines compared sit in the heap itself, four children to a cache line
+//! (16-byte entries), a sift moves a hole instead of swapping (one write
+//! per level, plus the moved entry's position), and the heap is half as
+//! deep as a binary one.
 
 /// Handle returned by `insert`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,18 +28,28 @@ pub struct TimerId {
     gen: u32,
 }
 
+/// Children per heap node.
+const ARITY: usize = 4;
+/// `Slot::pos` of a free slot.
+const FREE: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Entry {
+    deadline: u64,
+    slot: u32,
+}
+
 struct Slot<T> {
     gen: u32,
-    /// Position in `heap`, or usize::MAX when free.
-    pos: usize,
-    deadline: u64,
+    /// Position in `heap`, or FREE.
+    pos: u32,
     value: Option<T>,
 }
 
 pub struct Timers<T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
-    heap: Vec<u32>,
+    heap: Vec<Entry>,
 }
 
 impl<T> Default for Timers<T> {
@@ -58,7 +77,7 @@ impl<T> Timers<T> {
 
     /// The earliest deadline, if any.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.heap.first().map(|&s| self.slots[s as usize].deadline)
+        self.heap.first().map(|e| e.deadline)
     }
 
     pub fn insert(&mut self, deadline: u64, value: T) -> TimerId {
@@ -67,100 +86,118 @@ impl<T> Timers<T> {
             None => {
                 self.slots.push(Slot {
                     gen: 0,
-                    pos: usize::MAX,
-                    deadline: 0,
+                    pos: FREE,
                     value: None,
                 });
                 (self.slots.len() - 1) as u32
             }
         };
-        let pos = self.heap.len();
         let s = &mut self.slots[slot as usize];
-        s.deadline = deadline;
         s.value = Some(value);
-        s.pos = pos;
         let id = TimerId { slot, gen: s.gen };
-        self.heap.push(slot);
-        self.sift_up(pos);
+        let pos = self.heap.len();
+        self.heap.push(Entry { deadline, slot });
+        self.sift_up(pos, Entry { deadline, slot });
         id
     }
 
     /// Removes a pending timer; None if it already fired or was cancelled.
     pub fn cancel(&mut self, id: TimerId) -> Option<T> {
         let s = self.slots.get(id.slot as usize)?;
-        if s.gen != id.gen || s.pos == usize::MAX {
+        if s.gen != id.gen || s.pos == FREE {
             return None;
         }
-        let pos = s.pos;
+        let pos = s.pos as usize;
         Some(self.remove_at(pos))
     }
 
     /// Pops one timer whose deadline is at or before `now`.
     pub fn pop_expired(&mut self, now: u64) -> Option<T> {
-        let &top = self.heap.first()?;
-        if self.slots[top as usize].deadline > now {
+        if self.heap.first()?.deadline > now {
             return None;
         }
         Some(self.remove_at(0))
     }
 
     fn remove_at(&mut self, pos: usize) -> T {
-        let slot = self.heap[pos];
-        let last = self.heap.len() - 1;
-        self.swap(pos, last);
-        self.heap.pop();
+        let slot = self.heap[pos].slot;
+        let last = self.heap.pop().expect("a queued timer is in the heap");
         if pos < self.heap.len() {
-            self.sift_down(pos);
-            self.sift_up(pos);
+            // The last entry fills the hole, moving down or up from it.
+            if pos > 0 && last.deadline < self.heap[(pos - 1) / ARITY].deadline {
+                self.sift_up(pos, last);
+            } else {
+                self.sift_down(pos, last);
+            }
         }
         let s = &mut self.slots[slot as usize];
-        s.pos = usize::MAX;
+        s.pos = FREE;
         s.gen = s.gen.wrapping_add(1);
         self.free.push(slot);
         s.value.take().expect("a queued timer has a value")
     }
 
-    fn key(&self, pos: usize) -> u64 {
-        self.slots[self.heap[pos] as usize].deadline
-    }
-
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        let (sa, sb) = (self.heap[a], self.heap[b]);
-        self.slots[sa as usize].pos = a;
-        self.slots[sb as usize].pos = b;
-    }
-
-    fn sift_up(&mut self, mut pos: usize) {
+    /// Puts `e` at `pos` (where it is, or a hole), or above: parents with
+    /// later deadlines move down into the hole.
+    fn sift_up(&mut self, mut pos: usize, e: Entry) {
         while pos > 0 {
-            let parent = (pos - 1) / 2;
-            if self.key(parent) <= self.key(pos) {
+            let parent = (pos - 1) / ARITY;
+            let p = self.heap[parent];
+            if p.deadline <= e.deadline {
                 break;
             }
-            self.swap(parent, pos);
+            self.place(pos, p);
             pos = parent;
         }
+        self.place(pos, e);
     }
 
-    fn sift_down(&mut self, mut pos: usize) {
+    /// Puts `e` at hole `pos`, or below: the earliest child moves up into
+    /// the hole while it is earlier than `e`.
+    fn sift_down(&mut self, mut pos: usize, e: Entry) {
         let n = self.heap.len();
         loop {
-            let l = 2 * pos + 1;
-            if l >= n {
+            let first = ARITY * pos + 1;
+            if first >= n {
                 break;
             }
-            let r = l + 1;
-            let c = if r < n && self.key(r) < self.key(l) {
-                r
+            let best = if first + ARITY <= n {
+                // A full node (all but the last): a tournament of two
+                // pairs, one bounds check.
+                let k: &[Entry; ARITY] = self.heap[first..first + ARITY]
+                    .try_into()
+                    .expect("a slice of ARITY entries");
+                let a = usize::from(k[1].deadline < k[0].deadline);
+                let b = 2 + usize::from(k[3].deadline < k[2].deadline);
+                if k[b].deadline < k[a].deadline {
+                    b
+                } else {
+                    a
+                }
             } else {
-                l
+                let kids = &self.heap[first..n];
+                let mut best = 0;
+                for (i, k) in kids.iter().enumerate().skip(1) {
+                    if k.deadline < kids[best].deadline {
+                        best = i;
+                    }
+                }
+                best
             };
-            if self.key(pos) <= self.key(c) {
+            let c = self.heap[first + best];
+            if e.deadline <= c.deadline {
                 break;
             }
-            self.swap(pos, c);
-            pos = c;
+            self.place(pos, c);
+            pos = first + best;
         }
+        self.place(pos, e);
+    }
+
+    #[inline]
+    fn place(&mut self, pos: usize, e: Entry) {
+        self.heap[pos] = e;
+        self.slots[e.slot as usize].pos = pos as u32;
     }
 }
 
@@ -212,6 +249,56 @@ mod tests {
         let b = t.insert(2, "b");
         assert_eq!(t.cancel(a), None, "slot reused: the old id is stale");
         assert_eq!(t.cancel(b), Some("b"));
+    }
+
+    /// Random inserts, cancels and pops against a sorted model: every pop
+    /// gives an earliest pending deadline, every cancel finds exactly the
+    /// timers still pending, and the heap order holds after each step.
+    #[test]
+    fn matches_a_sorted_model() {
+        let mut t = Timers::new();
+        let mut model = std::collections::BTreeSet::new();
+        let mut ids = Vec::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for step in 0..20_000u64 {
+            match rnd() % 4 {
+                0 | 1 => {
+                    let d = rnd() % 1000;
+                    ids.push((t.insert(d, (d, step)), d, step));
+                    model.insert((d, step));
+                }
+                2 if !ids.is_empty() => {
+                    let (id, d, v) = ids.swap_remove((rnd() % ids.len() as u64) as usize);
+                    let pending = model.remove(&(d, v));
+                    assert_eq!(t.cancel(id), pending.then_some((d, v)));
+                }
+                _ => {
+                    let now = rnd() % 1000;
+                    match t.pop_expired(now) {
+                        Some((d, v)) => {
+                            assert!(d <= now);
+                            assert_eq!(model.first().map(|m| m.0), Some(d), "not an earliest");
+                            assert!(model.remove(&(d, v)));
+                        }
+                        None => assert!(model.first().is_none_or(|m| m.0 > now)),
+                    }
+                }
+            }
+            assert_eq!(t.len(), model.len());
+            assert_eq!(t.next_deadline(), model.first().map(|m| m.0));
+            for (i, e) in t.heap.iter().enumerate() {
+                assert_eq!(t.slots[e.slot as usize].pos as usize, i);
+                if i > 0 {
+                    assert!(t.heap[(i - 1) / ARITY].deadline <= e.deadline);
+                }
+            }
+        }
     }
 
     #[test]

@@ -110,6 +110,17 @@ pub(super) struct Local {
     /// with it instead of reading the clock each time (a vDSO clock read
     /// was 20% of a yield round trip).
     pub(super) clock: Cell<u64>,
+    /// The worker thread's own `CURRENT` and overflow record, found once
+    /// (`attach`): in a shared library each thread-local access is a call
+    /// to `__tls_get_addr`, and every switch writes both twice (two calls,
+    /// 22 instructions of a 320-instruction yield).
+    pub(super) current_slot: Cell<*const Cell<*const Task>>,
+    /// A program fd was registered with this worker's epoll (ever: an
+    /// fd is only deregistered by its close): until then a poll that
+    /// must not block has no readiness to find, and skips the syscall
+    /// (`netpoller.rs`).
+    pub(super) watches_fds: Cell<bool>,
+    pub(super) overflow_slot: Cell<*const Cell<overflow::Running>>,
 }
 
 // SAFETY: a worker's `Local` is only used by the thread that drives the
@@ -132,6 +143,30 @@ pub fn current_worker() -> Option<&'static Worker> {
     let p = WORKER.get();
     // SAFETY: workers are leaked at creation and never freed.
     (!p.is_null()).then(|| unsafe { &*p })
+}
+
+impl Worker {
+    /// Sets the running task of the worker's thread (`CURRENT`) from the
+    /// scheduler, through the slot `attach` found.
+    #[inline]
+    pub(super) fn set_current_task(&self, t: *const Task) {
+        let slot = self.local.current_slot.get();
+        debug_assert!(!slot.is_null(), "a worker runs tasks once attached");
+        // SAFETY: `slot` is this thread's own `CURRENT` (`Local` is only
+        // used by the thread that attached), and threads that drive
+        // workers live as long as the process (a forked child keeps the
+        // forking thread, with its thread-locals at the same addresses).
+        unsafe { (*slot).set(t) };
+    }
+
+    /// The worker thread's overflow record (`ctx::overflow`).
+    #[inline]
+    pub(super) fn overflow_record(&self) -> &Cell<overflow::Running> {
+        let slot = self.local.overflow_slot.get();
+        debug_assert!(!slot.is_null(), "a worker runs tasks once attached");
+        // SAFETY: as in `set_current_task`.
+        unsafe { &*slot }
+    }
 }
 
 /// The task running on this thread, if any. Null while the runtime itself
@@ -181,6 +216,9 @@ impl Worker {
                 tp: Cell::new(0),
                 stale: Cell::new(false),
                 clock: Cell::new(crate::sys::now_ns()),
+                current_slot: Cell::new(std::ptr::null()),
+                watches_fds: Cell::new(false),
+                overflow_slot: Cell::new(std::ptr::null()),
             },
         });
         Ok(Box::leak(w))
@@ -207,6 +245,10 @@ impl Worker {
     /// Makes this thread drive the worker (sets thread-locals).
     pub(super) fn attach(&'static self) {
         WORKER.set(self);
+        self.local
+            .current_slot
+            .set(CURRENT.with(|c| c as *const Cell<*const Task>));
+        self.local.overflow_slot.set(overflow::running_slot());
         self.local.tp.set(tls::thread_pointer());
         self.tid.store(crate::sys::gettid(), Ordering::Relaxed);
         overflow::install_altstack();

@@ -7,6 +7,7 @@
 //! rounded up, never down. Calls go straight to the kernel with `syscall(2)`:
 //! `epoll_wait` is interposed by corun and must not be re-entered here.
 
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Interest of every registration: edge-triggered in/out/rdhup, and pri
@@ -71,8 +72,25 @@ impl Epoll {
     }
 
     /// Waits for events; `timeout_ns` None blocks, Some(0) polls.
-    /// Returns the number of events written to `events` (0 on EINTR).
-    pub fn wait(&self, events: &mut [libc::epoll_event], timeout_ns: Option<u64>) -> usize {
+    /// Returns the events the kernel wrote to the front of `events` (none
+    /// on EINTR). The buffer may be uninitialised: the kernel only writes
+    /// it, and a worker polls every 61 tasks, where zeroing 256 entries
+    /// (3 KiB) cost 100 instructions per yield round trip.
+    pub fn wait<'a>(
+        &self,
+        events: &'a mut [MaybeUninit<libc::epoll_event>],
+        timeout_ns: Option<u64>,
+    ) -> &'a [libc::epoll_event] {
+        let n = self.wait_raw(events, timeout_ns);
+        // SAFETY: the kernel initialised the first `n` entries (n <= len).
+        unsafe { std::slice::from_raw_parts(events.as_ptr().cast::<libc::epoll_event>(), n) }
+    }
+
+    fn wait_raw(
+        &self,
+        events: &mut [MaybeUninit<libc::epoll_event>],
+        timeout_ns: Option<u64>,
+    ) -> usize {
         let max = events.len() as i32;
         let n = if !NO_PWAIT2.load(Ordering::Relaxed) {
             let ts = timeout_ns.map(super::ns_timespec);
@@ -93,7 +111,7 @@ impl Epoll {
             };
             if n < 0 && super::errno() == libc::ENOSYS {
                 NO_PWAIT2.store(true, Ordering::Relaxed);
-                return self.wait(events, timeout_ns);
+                return self.wait_raw(events, timeout_ns);
             }
             n
         } else {
@@ -117,7 +135,7 @@ impl Epoll {
         if n < 0 {
             0
         } else {
-            n as usize
+            (n as usize).min(events.len())
         }
     }
 }

@@ -1,0 +1,438 @@
+//! Preemption: a coroutine that computes for longer than a time slice
+//! while others of its worker wait is interrupted and sent to the back of
+//! the run queue, as the kernel preempts a thread. Modelled on Go 1.14's
+//! asynchronous preemption (sysmon, `preemptM`, `doSigPreempt`,
+//! `isAsyncSafePoint`, `asyncPreempt`); our own code.
+//!
+//! # Who decides
+//!
+//! A monitor thread (started with the first spawn, like the watchdog; it
+//! blocks every signal and never touches worker-local state) samples each
+//! worker: the task it runs (`running_id`) and its switch count, every
+//! half slice; or, while a worker with others waiting is in a run it saw
+//! at the previous sample or a preemption was made within the last
+//! slice, every `GRANULARITY_NS`, sooner when a timer of such a worker is
+//! due (200 us at least). A run is preempted when it has lasted a
+//! slice (`CORUN_PREEMPT_MS`, 10 ms by default; 0 turns all of this off),
+//! or `GRANULARITY_NS` once a timer of its worker is due (each worker
+//! publishes when its next timer is due: `timer_added` at a timed park,
+//! `timers_next` after firing its timers), or a signal waits for a worker
+//! to hand it to its coroutine (`signals::WORK`), as the kernel lets a thread
+//! that wakes preempt one that computes. The tasks the worker wakes at
+//! the preemption run before the preempted ones (`yield_preempted`).
+//! Either way only when the worker has other live tasks
+//! (`load` >= 2: runnable ones, or parked ones whose timer, fd or signal
+//! only the worker itself notices), and the worker's thread is running
+//! (state R: a thread asleep in a system call corun cannot see is left
+//! alone, a signal would only make the call fail with EINTR), it records
+//! which run it means (`WANT`: the switch count + 1) and sends the worker
+//! `SIGNAL` with the marker value `VALUE` (SI_QUEUE from our own pid, the
+//! way `signals.rs` kicks a worker). It tries again at every tick for as
+//! long as the run lasts.
+//!
+//! # The signal
+//!
+//! SIGURG, as Go uses: its default action is to do nothing, so a SIGURG
+//! the program did not ask for is simply dropped. The program never sees
+//! corun's: corun's trampoline stays in the kernel for it whatever the
+//! program sets (`hooks/sigpreempt.rs` keeps the program's SIG_DFL or
+//! SIG_IGN as its view, and its handler in the trampoline's table), the
+//! workers never block it (`sigmask.rs`; a coroutine's own mask is
+//! corun's bookkeeping, so `sigprocmask` still reports what the program
+//! set), and `sigwait` skips the marker. A SIGURG of the program's own
+//! (out-of-band data, `kill`) goes to its handler, or to a `sigwait`, as
+//! before. The kernel action carries SA_RESTART, so a system call made
+//! inline by the program's own code is restarted, not failed.
+//!
+//! # The handler
+//!
+//! Called by the trampoline before anything else (`on_signal`). The
+//! coroutine is preempted only when all of these hold, else nothing
+//! happens and the monitor tries again at its next tick:
+//!
+//! - the worker still runs the run the monitor meant (`WANT`), a coroutine
+//!   runs (`current`; the scheduler and runtime code clear it), and it is
+//!   not the process's only coroutine;
+//! - no signal handler runs on the thread (a program's handler, or the
+//!   trampoline itself nested), and the process is not confined;
+//! - the coroutine holds no FILE lock it took with `flockfile`
+//!   (`hooks/filelock.rs`: glibc waits for those with an inline futex);
+//! - the interrupted sp is on the coroutine's stack with room for the
+//!   trampoline's frame (`preempt_asm::STACK_NEEDED`);
+//! - the interrupted pc is a safe point (`preempt_safe.rs`: not in corun,
+//!   glibc, ld.so, libgcc_s, libstdc++ or libgomp, and no frame of the
+//!   stack returns into any of them but corun, or into the thread's own
+//!   start routine: libstdc++'s for a `std::thread`).
+//!
+//! The coroutine's signal mask does not enter into it: the kernel
+//! preempts a thread whatever it blocks, and the preemption is invisible
+//! to the program. The handler then rewrites the ucontext so that the
+//! thread, once `sigreturn` restored the interrupted registers, enters
+//! `corun_async_preempt` (`preempt_asm.rs`), which saves every register,
+//! calls `yield_preempted` and, resumed, restores them and returns to the
+//! interrupted pc. The coroutine's thread pointer and mask are put back by
+//! the normal resume path (`resume.rs` installs its thread pointer; its
+//! signal mask is corun's bookkeeping, untouched by a switch).
+//!
+//! A program that never runs a coroutine long pays a monitor wake-up every
+//! half slice (a few loads per worker) and nothing on any call path.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::park::{current, in_async_signal_handler, in_signal_handler, suspend};
+use super::runtime::Runtime;
+use super::siginfo::{self, Info};
+use super::worker::{current_worker, Worker};
+use crate::config::MAX_WORKERS;
+
+/// The signal corun preempts with.
+pub const SIGNAL: i32 = libc::SIGURG;
+/// `si_value` of a preemption request ("corunPRE").
+pub const VALUE: u64 = 0x636f_7275_6e50_5245;
+
+/// The slice in ns (0: preemption off).
+static SLICE_NS: AtomicU64 = AtomicU64::new(0);
+static STARTED: AtomicBool = AtomicBool::new(false);
+/// Per worker: the switch count + 1 of the run to preempt (0: none).
+static WANT: [AtomicU64; MAX_WORKERS] = [const { AtomicU64::new(0) }; MAX_WORKERS];
+/// How long a run lasts at least before a due timer preempts it (the
+/// order of the kernel's wake-up granularity); also the monitor's period
+/// while a run is in progress.
+const GRANULARITY_NS: u64 = 1_000_000;
+/// Per worker: when its next timer is due (u64::MAX: none known). Written
+/// by the worker's own thread only; may be early (a timer cancelled since),
+/// which costs one needless preemption, after which it is exact again.
+static NEXT_TIMER: [AtomicU64; MAX_WORKERS] = [const { AtomicU64::new(u64::MAX) }; MAX_WORKERS];
+/// Requests sent, and preemptions made.
+static SENT: AtomicU64 = AtomicU64::new(0);
+static DONE: AtomicU64 = AtomicU64::new(0);
+
+/// Turns preemption on with a slice of `ms` (0: off). False if this CPU
+/// cannot have it (the register save area would not fit).
+pub fn configure(ms: u64) -> bool {
+    if ms == 0 || !super::preempt_asm::init() {
+        SLICE_NS.store(0, Ordering::Relaxed);
+        return ms == 0;
+    }
+    SLICE_NS.store(ms * 1_000_000, Ordering::Relaxed);
+    true
+}
+
+/// Whether preemption is on (the hooks keep `SIGNAL` for corun then).
+#[inline]
+pub fn enabled() -> bool {
+    SLICE_NS.load(Ordering::Relaxed) != 0
+}
+
+/// Turns preemption off (the signal could not be set up).
+pub fn disable() {
+    SLICE_NS.store(0, Ordering::Relaxed);
+}
+
+/// (requests sent, preemptions made), for the statistics.
+pub fn counts() -> (u64, u64) {
+    (SENT.load(Ordering::Relaxed), DONE.load(Ordering::Relaxed))
+}
+
+std::thread_local! {
+    /// FILE locks the program took with `flockfile` and holds
+    /// (`hooks/filelock.rs`): no preemption meanwhile. Per coroutine (each
+    /// has its own TLS; with CORUN_TLS=worker, per worker: more cautious).
+    static FILE_LOCKS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// The program took a FILE lock (`flockfile`).
+#[inline]
+pub fn lock_taken() {
+    FILE_LOCKS.set(FILE_LOCKS.get().saturating_add(1));
+}
+
+/// The program released a FILE lock (`funlockfile`).
+#[inline]
+pub fn lock_released() {
+    FILE_LOCKS.set(FILE_LOCKS.get().saturating_sub(1));
+}
+
+/// Whether a delivery of `SIGNAL` is corun's request.
+pub fn is_request(info: &Info) -> bool {
+    siginfo::code(info) == libc::SI_QUEUE
+        && siginfo::value(info) == VALUE
+        // A confined process may not be allowed getpid (a seccomp filter
+        // kills the thread): a request sent as it confined itself is
+        // dropped unchecked.
+        && (super::confined::is()
+            // SAFETY: getpid has no preconditions.
+            || siginfo::pid(info) == unsafe { libc::getpid() })
+}
+
+/// A coroutine of worker `index` parks with a timer due at `at`.
+#[inline]
+pub fn timer_added(index: usize, at: u64) {
+    let c = &NEXT_TIMER[index];
+    if at < c.load(Ordering::Relaxed) {
+        c.store(at, Ordering::Relaxed);
+    }
+}
+
+/// Worker `index` fired its due timers; its next one is due at `next`.
+#[inline]
+pub fn timers_next(index: usize, next: Option<u64>) {
+    NEXT_TIMER[index].store(next.unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+/// Starts the monitor once (at the first spawn), when preemption is on.
+pub fn ensure_started(rt: &'static Runtime) {
+    if !enabled() || STARTED.load(Ordering::Relaxed) || STARTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let started = super::confined::spawn_helper(Box::new(move || {
+        crate::sys::block_all_signals();
+        monitor(rt);
+    }));
+    if started.is_err() {
+        STARTED.store(false, Ordering::Release);
+    }
+}
+
+/// In a forked child the monitor does not exist: the next spawn starts one.
+pub fn reset_after_fork() {
+    STARTED.store(false, Ordering::Relaxed);
+    for w in &WANT {
+        w.store(0, Ordering::Relaxed);
+    }
+}
+
+fn monitor(rt: &'static Runtime) {
+    let slice = SLICE_NS.load(Ordering::Relaxed);
+    let granularity = GRANULARITY_NS.min(slice);
+    let idle_tick = (slice / 2).max(granularity);
+    // Per worker: the (task, switch count) last seen, and since when.
+    let mut seen: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
+    // While a run is in progress (one seen at two samples, or a
+    // preemption made within the last slice): sleep to the sooner of a
+    // granularity and the first due timer of a worker running something
+    // with others waiting (200 us at least). Otherwise half a slice: a
+    // server whose runs are all short is sampled 200 times a second.
+    let mut busy: Option<u64> = None;
+    let mut last_sent = 0u64;
+    loop {
+        if super::confined::is() {
+            return;
+        }
+        let pause = match busy {
+            None => idle_tick,
+            Some(due) => due
+                .saturating_sub(crate::sys::now_ns())
+                .clamp(200_000, granularity),
+        };
+        let ts = crate::sys::ns_timespec(pause);
+        // SAFETY: a valid relative timeout; no remainder wanted.
+        unsafe {
+            crate::sys::real::syscall!(
+                libc::SYS_nanosleep,
+                &ts as *const libc::timespec,
+                std::ptr::null_mut::<libc::timespec>()
+            )
+        };
+        let now = crate::sys::now_ns();
+        let mut long_run = now.saturating_sub(last_sent) < slice;
+        let mut first_due = u64::MAX;
+        for (i, w) in rt.workers.iter().enumerate() {
+            let id = w.running_id.load(Ordering::Relaxed);
+            let sw = w.switches.load(Ordering::Relaxed);
+            // A signal left pending for a run the trampoline could not
+            // redirect (`redirect_for_signals`) is handed over by a
+            // preemption even on a worker with nothing else to run.
+            let held = id != 0 && (seen[i].0, seen[i].1) == (id, sw);
+            let signal_waits = held
+                && now.saturating_sub(seen[i].2) >= granularity
+                && super::signals::WORK.load(Ordering::Relaxed)
+                && has_deliverable(id);
+            if id == 0 || (w.load.load(Ordering::Relaxed) < 2 && !signal_waits) {
+                // Idle, or nothing else there to preempt for (a lone
+                // coroutine that computes costs no faster sampling).
+                seen[i] = (id, sw, now);
+                continue;
+            }
+            let next = NEXT_TIMER[w.index].load(Ordering::Relaxed);
+            first_due = first_due.min(next);
+            if (seen[i].0, seen[i].1) != (id, sw) {
+                seen[i] = (id, sw, now);
+                continue;
+            }
+            long_run = true;
+            let ran = now.saturating_sub(seen[i].2);
+            // A signal to hand to a coroutine is as urgent as a due timer.
+            let due = next <= now || super::signals::WORK.load(Ordering::Relaxed);
+            if !(ran >= slice || (due && ran >= granularity))
+                || (super::alone() && !signal_waits)
+                || !thread_runs(w)
+            {
+                continue;
+            }
+            super::preempt_safe::refresh();
+            WANT[w.index].store(sw + 1, Ordering::SeqCst);
+            send(w);
+            last_sent = now;
+        }
+        busy = long_run.then_some(first_due);
+    }
+}
+
+/// The trampoline left a kick's signals pending (no safe point): the
+/// monitor hands them over by a preemption once the coroutine reaches one
+/// (or it parks first, and they run then).
+pub fn signals_left_pending() {
+    super::signals::WORK.store(true, Ordering::SeqCst);
+}
+
+/// Whether coroutine `id` has a signal it takes pending.
+fn has_deliverable(id: u64) -> bool {
+    super::sigdispatch::find_id(id).is_some_and(|t| super::signals::deliverable(&t) != 0)
+}
+
+/// Whether the worker's thread is running or runnable (state R in
+/// /proc/self/task/TID/stat), not asleep in a system call.
+fn thread_runs(w: &Worker) -> bool {
+    let tid = w.tid.load(Ordering::Relaxed);
+    if tid <= 0 {
+        return false;
+    }
+    let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else {
+        return false;
+    };
+    // "tid (comm) S ...": the state follows the last ')'.
+    stat.iter()
+        .rposition(|&c| c == b')')
+        .is_some_and(|close| stat.get(close + 2) == Some(&b'R'))
+}
+
+fn send(w: &Worker) {
+    let tid = w.tid.load(Ordering::Relaxed);
+    let mut info = [0u64; siginfo::WORDS];
+    // SAFETY: getpid/getuid have no preconditions.
+    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+    info[0] = SIGNAL as u32 as u64;
+    info[1] = libc::SI_QUEUE as u32 as u64;
+    info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
+    info[3] = VALUE;
+    SENT.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: a siginfo buffer of the kernel's size; SI_QUEUE (negative)
+    // may be sent to a thread of our own process.
+    unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, SIGNAL, info.as_ptr()) };
+}
+
+/// The trampoline got corun's request (`is_request`): preempts the
+/// running coroutine if it is at a safe point (see the top of this file).
+/// Async-signal-safe; errno is kept.
+pub fn on_signal(uc: *mut c_void) {
+    let Some(w) = current_worker() else { return };
+    let want = WANT[w.index].swap(0, Ordering::SeqCst);
+    if want == 0 || want != w.switches.load(Ordering::Relaxed).wrapping_add(1) || uc.is_null() {
+        return;
+    }
+    if super::confined::is() || in_signal_handler() || in_async_signal_handler() {
+        return;
+    }
+    let Some(t) = current() else { return };
+    if t.id != w.running_id.load(Ordering::Relaxed)
+        || (super::alone() && super::signals::deliverable(&t) == 0)
+        || FILE_LOCKS.get() != 0
+    {
+        return;
+    }
+    let Some((lo, top)) = super::park::current_stack() else {
+        return;
+    };
+    let _ = redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed));
+}
+
+/// A kick (`signals.rs`) for the running coroutine's pending signals: when
+/// it computes at a safe point, it is preempted as above instead of running
+/// its handlers in the kernel's signal frame, and runs them once resumed
+/// (`yield_preempted`), as ordinary code of the coroutine: a handler that
+/// waits there parks the coroutine, not the worker. Boehm GC's suspend
+/// handler waits in `sigsuspend` until the collector restarts the world; in
+/// the kernel's frame that wait blocked the worker and every coroutine
+/// queued on it, among them threads the collector was still waiting for
+/// (bdwgc: "Signals delivery fails constantly"). False when not possible
+/// (off, not a safe point, a handler interrupted): the caller runs the
+/// handlers where it is. Called by the trampoline, inside its own count of
+/// `in_async_signal_handler`.
+pub fn redirect_for_signals(uc: *mut c_void) -> bool {
+    if !enabled() || uc.is_null() || super::confined::is() || in_signal_handler() {
+        return false;
+    }
+    if super::park::async_signal_depth() != 1 {
+        return false;
+    }
+    let (Some(w), Some(t)) = (current_worker(), current()) else {
+        return false;
+    };
+    if t.id != w.running_id.load(Ordering::Relaxed) || FILE_LOCKS.get() != 0 {
+        return false;
+    }
+    let Some((lo, top)) = super::park::current_stack() else {
+        return false;
+    };
+    redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed))
+}
+
+/// Whether the ucontext was rewritten to enter `corun_async_preempt`.
+#[cfg(target_arch = "x86_64")]
+fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) -> bool {
+    // SAFETY: the kernel's ucontext for this delivery (checked non-null),
+    // ours until the handler returns.
+    let uc = unsafe { &mut *(uc as *mut libc::ucontext_t) };
+    let g = &mut uc.uc_mcontext.gregs;
+    let (pc, sp) = (
+        g[libc::REG_RIP as usize] as usize,
+        g[libc::REG_RSP as usize] as usize,
+    );
+    let room = 128 + super::preempt_asm::STACK_NEEDED;
+    if sp < lo || sp >= top || sp - lo < room {
+        return false;
+    }
+    if !super::preempt_safe::is_safe_point(pc, sp, top, start) {
+        return false;
+    }
+    // The kernel's signal frame lies below the red zone: the trampoline
+    // makes its return address slot itself, from this thread's TLS word.
+    super::preempt_asm::set_return_pc(pc);
+    g[libc::REG_RSP as usize] = (sp - 128) as i64;
+    g[libc::REG_RIP as usize] = super::preempt_asm::entry() as i64;
+    true
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn redirect(_uc: *mut c_void, _lo: usize, _top: usize, _start: usize) -> bool {
+    false
+}
+
+/// Called by `corun_async_preempt`, in normal context on the preempted
+/// coroutine's stack with its registers saved: the coroutine yields to
+/// the back of its worker's run queue, after its worker looked at its
+/// netpoller and timers (what they woke runs first). Back here, its deliverable signals run, as the kernel
+/// delivers a signal that came while a thread waited for a CPU.
+pub(super) extern "C" fn yield_preempted() {
+    let (Some(w), Some(task), Some(rt)) = (current_worker(), current(), super::runtime::runtime())
+    else {
+        return;
+    };
+    let e = crate::sys::errno();
+    // What the poll wakes (due timers, ready fds) goes ahead of the
+    // coroutines that were preempted before, as the kernel runs a thread
+    // that wakes before the ones that compute.
+    let before = w.local.run_queue.borrow().len();
+    w.poll(rt, false);
+    let mut q = w.local.run_queue.borrow_mut();
+    let woken = q.len().saturating_sub(before);
+    q.promote_newest(woken);
+    drop(q);
+    DONE.fetch_add(1, Ordering::Relaxed);
+    task.yielding.set(true);
+    suspend(&task);
+    super::signals::run_pending(&task);
+    crate::sys::set_errno(e);
+}
