@@ -75,6 +75,7 @@ pub mod cached;
 pub mod cancel;
 pub mod clock;
 pub mod dns;
+mod drained;
 pub mod epoll;
 mod epoll_solo;
 pub mod fdctl;

@@ -23,8 +23,8 @@ use std::sync::atomic::Ordering;
 use libc::{c_void, iovec, size_t, ssize_t};
 
 use super::{
-    after_nb_read, before_nb_read, eagain, fd_kind, fd_parks, nonblocking_loop, nosignal_after,
-    parking_on, ready_now, sent_or_epipe, write_all, Deadline, Io, Written,
+    after_nb_read, before_nb_read, drained, eagain, fd_kind, fd_parks, nonblocking_loop,
+    nosignal_after, parking_on, ready_now, sent_or_epipe, write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::parking;
@@ -180,19 +180,23 @@ pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize
         return Some(super::file::read_file(fd, iov, cnt));
     }
     let mut unsupported = false;
-    let io = nonblocking_loop(
-        fd,
-        e,
-        Dir::Read,
-        &mut Deadline::default(),
-        |fd, e| match try_readv(fd, e, iov, cnt) {
-            Some(r) => r,
+    let mut first = true;
+    let io = nonblocking_loop(fd, e, Dir::Read, &mut Deadline::default(), |fd, e| {
+        if std::mem::take(&mut first) && drained::can_skip(fd, e) {
+            return eagain();
+        }
+        let seen = drained::before(e);
+        match try_readv(fd, e, iov, cnt) {
+            Some(r) => {
+                drained::note(e, seen, r, iov_len(iov, cnt));
+                r
+            }
             None => {
                 unsupported = true;
                 0
             }
-        },
-    );
+        }
+    });
     match io {
         Io::Done(_) if unsupported => None,
         Io::Done(r) => Some(r),

@@ -29,8 +29,8 @@ use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 
 use super::rw::{iov_len, iov_tail};
 use super::{
-    after_nb_read, before_nb_read, fd_parks, nonblocking_loop, nosignal_after, parking_on,
-    sent_or_epipe, user_nonblocking, write_all, Deadline, Io, Written,
+    after_nb_read, before_nb_read, drained, eagain, fd_parks, nonblocking_loop, nosignal_after,
+    parking_on, sent_or_epipe, user_nonblocking, write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::parking;
@@ -57,10 +57,17 @@ pub(crate) fn recv_parking(
     let mut deadline = Deadline::default();
     let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;
     let mut got = 0usize;
+    // A plain receive is a read (`drained.rs`): its first attempt may be
+    // skipped, and a short one marks the socket drained.
+    let mut first = flags == 0;
     loop {
-        let io = nonblocking_loop(fd, e, Dir::Read, &mut deadline, |fd, _| {
+        let io = nonblocking_loop(fd, e, Dir::Read, &mut deadline, |fd, e| {
+            if std::mem::take(&mut first) && drained::can_skip(fd, e) {
+                return eagain();
+            }
+            let seen = drained::before(e);
             // SAFETY: the caller's recvfrom contract, from offset `got`.
-            unsafe {
+            let r = unsafe {
                 real::recvfrom(
                     fd,
                     (buf as *mut u8).add(got) as *mut c_void,
@@ -69,7 +76,11 @@ pub(crate) fn recv_parking(
                     addr,
                     alen,
                 )
+            };
+            if flags == 0 {
+                drained::note(e, seen, r, n);
             }
+            r
         });
         let r = match io {
             Io::Done(r) => r,

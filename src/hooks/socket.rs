@@ -43,14 +43,15 @@ use crate::sched::{park_until_ready, parking, FdWait};
 use crate::sys::{errno, now_ns, real, set_errno};
 
 /// Records what a new socket fd is: kind socket, the program's
-/// non-blocking wish from its flags, the given timeouts; forgets anything
-/// about the old fd of that number (closed behind corun's back, e.g. by
-/// fclose).
-pub(crate) fn note_new_socket(fd: c_int, nonblock: bool, timeo: (u64, u64)) {
+/// non-blocking wish from its flags, the given timeouts, whether it is a
+/// TCP stream; forgets anything about the old fd of that number (closed
+/// behind corun's back, e.g. by fclose).
+pub(crate) fn note_new_socket(fd: c_int, nonblock: bool, timeo: (u64, u64), tcp: bool) {
     let saved = errno();
     if let Some(e) = fdtable::get(fd) {
         e.reset();
         e.policy.kind.store(fdtable::KIND_SOCKET, Ordering::Relaxed);
+        e.policy.tcp.store(tcp, Ordering::Relaxed);
         e.policy.rcv_timeo.store(timeo.0, Ordering::Relaxed);
         e.policy.snd_timeo.store(timeo.1, Ordering::Relaxed);
         super::set_user_nonblocking(fd, nonblock);
@@ -143,7 +144,13 @@ pub unsafe extern "C" fn accept4(
         None => unsafe { real::accept4(fd, addr, len, flags) },
     };
     if r >= 0 {
-        note_new_socket(r, flags & libc::SOCK_NONBLOCK != 0, listener_timeouts(fd));
+        let tcp = fdtable::peek(fd).is_some_and(|l| l.policy.tcp.load(Ordering::Relaxed));
+        note_new_socket(
+            r,
+            flags & libc::SOCK_NONBLOCK != 0,
+            listener_timeouts(fd),
+            tcp,
+        );
     }
     r
 }
@@ -161,7 +168,15 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, proto: c_int) -> c_int
     // SAFETY: plain integers.
     let fd = unsafe { real::socket(domain, ty, proto) };
     if fd >= 0 {
-        note_new_socket(fd, ty & libc::SOCK_NONBLOCK != 0, (TIMEO_NONE, TIMEO_NONE));
+        let tcp = matches!(domain, libc::AF_INET | libc::AF_INET6)
+            && ty & 0xf == libc::SOCK_STREAM
+            && matches!(proto, 0 | libc::IPPROTO_TCP);
+        note_new_socket(
+            fd,
+            ty & libc::SOCK_NONBLOCK != 0,
+            (TIMEO_NONE, TIMEO_NONE),
+            tcp,
+        );
     }
     fd
 }
@@ -179,7 +194,12 @@ pub unsafe extern "C" fn socketpair(
         for i in 0..2 {
             // SAFETY: the kernel just wrote both.
             let fd = unsafe { *sv.add(i) };
-            note_new_socket(fd, ty & libc::SOCK_NONBLOCK != 0, (TIMEO_NONE, TIMEO_NONE));
+            note_new_socket(
+                fd,
+                ty & libc::SOCK_NONBLOCK != 0,
+                (TIMEO_NONE, TIMEO_NONE),
+                false,
+            );
         }
     }
     r
@@ -188,7 +208,14 @@ pub unsafe extern "C" fn socketpair(
 #[no_mangle]
 pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
     // SAFETY: plain integers.
-    unsafe { real::shutdown(fd, how) }
+    let r = unsafe { real::shutdown(fd, how) };
+    if r == 0 {
+        // Reads now end at once: none may skip its attempt (`drained.rs`).
+        if let Some(e) = fdtable::peek(fd) {
+            e.drained.store(0, Ordering::Release);
+        }
+    }
+    r
 }
 
 /// SO_RCVTIMEO/SO_SNDTIMEO in both their names (the `_NEW` ones take a
@@ -218,6 +245,13 @@ pub unsafe extern "C" fn setsockopt(
     let r = unsafe { real::setsockopt(fd, level, name, val, len) };
     if r != 0 {
         return r;
+    }
+    if level == libc::IPPROTO_TCP && name == libc::TCP_ULP {
+        // An upper layer (kernel TLS) reads in records: a short read may
+        // leave data (`drained.rs`).
+        if let Some(e) = fdtable::peek(fd) {
+            e.policy.tcp.store(false, Ordering::Relaxed);
+        }
     }
     if let (Some(dir), Some(e)) = (timeo_dir(level, name), fdtable::get(fd)) {
         if !val.is_null() && len as usize >= std::mem::size_of::<libc::timeval>() {

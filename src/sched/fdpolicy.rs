@@ -26,7 +26,10 @@ pub(super) const FILE_CHECK_NS: u64 = 1_000_000;
 /// made it one fstat per request, 7-9% of threaded_http's req/s (136k to
 /// 125k, paired runs). A socket number is replaced behind corun's back by
 /// libc-internal code or raw system calls, not by programs waiting on it.
-const SOCKET_CHECK_NS: u64 = 200_000_000;
+/// At 10,000 connections a socket parks every ~120 ms: 200 ms still made
+/// it an fstat every other request (its inode cold: ~600 ns, 4% of the
+/// server's CPU); once a second, one in eight.
+const SOCKET_CHECK_NS: u64 = 1_000_000_000;
 
 /// The fd's kind is not known yet.
 pub const KIND_UNKNOWN: u8 = 0;
@@ -59,6 +62,10 @@ pub struct FdPolicy {
     /// (dup, dup2, F_DUPFD): a socket timeout set through that other fd is
     /// not seen here, so the hooks ask the kernel instead of the cache.
     pub shared: AtomicBool,
+    /// A TCP stream socket (made by `socket` with AF_INET/AF_INET6,
+    /// SOCK_STREAM and protocol 0 or IPPROTO_TCP, or accepted from one):
+    /// a read that returns less than asked emptied it (`hooks/drained.rs`).
+    pub tcp: AtomicBool,
     /// Which file the fd named when a call of generation `file_gen` last
     /// parked on it (`same_file`): an fd replaced behind corun's back is
     /// noticed before a call waits on the old file's registration.
@@ -94,6 +101,7 @@ impl FdPolicy {
         self.rcv_timeo.store(0, Ordering::Relaxed);
         self.snd_timeo.store(0, Ordering::Relaxed);
         self.shared.store(false, Ordering::Relaxed);
+        self.tcp.store(false, Ordering::Relaxed);
     }
 
     /// Copies what was learned about `other` (dup: the new fd shares the
@@ -107,6 +115,8 @@ impl FdPolicy {
             .store(other.rcv_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
         self.snd_timeo
             .store(other.snd_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.tcp
+            .store(other.tcp.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// A read the program made non-blocking found the socket empty; `seen`

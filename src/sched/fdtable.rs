@@ -98,6 +98,14 @@ pub struct FdEntry {
     pub gen: AtomicU32,
     pub read_seq: AtomicU32,
     pub write_seq: AtomicU32,
+    /// `(gen << 32 | read_seq) + 1` as a read that emptied the socket saw
+    /// them before it was made, 0 if none (`hooks/drained.rs`).
+    pub drained: AtomicU64,
+    /// `gen + 1` of the generation the netpoller saw urgent data, the
+    /// peer's shutdown or an error for (EPOLLPRI, EPOLLRDHUP, EPOLLHUP,
+    /// EPOLLERR), 0 if none: a read may then stop short with something
+    /// left for the next one, and no edge to come (`hooks/drained.rs`).
+    pub undrainable_gen: AtomicU32,
     /// The fd is one of corun's own (epoll, eventfd): the program cannot
     /// close it (it would get EBADF natively: the fd would not exist).
     pub runtime: std::sync::atomic::AtomicBool,
@@ -199,6 +207,11 @@ impl FdEntry {
                 as u32
             != 0;
         let wr = events & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
+        let ends = libc::EPOLLPRI | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR;
+        if events & ends as u32 != 0 {
+            self.undrainable_gen
+                .store(gen.wrapping_add(1), Ordering::Release);
+        }
         if rd {
             let seq = self.read_seq.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
             self.read_edge
