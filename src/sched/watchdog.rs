@@ -60,23 +60,27 @@ pub fn set_foreign_code(f: fn(usize) -> bool) {
     FOREIGN_CODE.store(f as usize, Ordering::Release);
 }
 
-/// Whether the worker's thread sleeps in a system call made by such code.
-fn asleep_in_foreign_code(tid: i32) -> bool {
+/// The pc of the system call the thread `tid` sleeps in; None while it
+/// runs (the kernel then writes "running") or when the file cannot be read.
+fn syscall_pc(tid: i32) -> Option<usize> {
+    // "nr arg1 .. arg6 sp pc" while in a system call.
+    let line = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")).ok()?;
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    if fields.len() != 9 {
+        return None;
+    }
+    usize::from_str_radix(fields[8].trim_start_matches("0x"), 16).ok()
+}
+
+/// Whether `pc` is in the code of a runtime that schedules itself.
+fn in_foreign_code(pc: usize) -> bool {
     let f = FOREIGN_CODE.load(Ordering::Acquire);
     if f == 0 {
         return false;
     }
     // SAFETY: only `set_foreign_code` stores here, a `fn(usize) -> bool`.
     let f: fn(usize) -> bool = unsafe { std::mem::transmute::<usize, fn(usize) -> bool>(f) };
-    // "nr arg1 .. arg6 sp pc" while in a system call.
-    let Ok(line) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
-        return false;
-    };
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    if fields.len() != 9 {
-        return false;
-    }
-    usize::from_str_radix(fields[8].trim_start_matches("0x"), 16).is_ok_and(f)
+    f(pc)
 }
 
 /// Starts the watchdog thread once, unless CORUN_STALL_MS=0.
@@ -214,7 +218,15 @@ fn blocked_in_kernel(w: &Worker) -> bool {
     let Some(close) = stat.iter().rposition(|&c| c == b')') else {
         return false;
     };
-    matches!(stat.get(close + 2), Some(b'S' | b'D')) && !asleep_in_foreign_code(tid)
+    if !matches!(stat.get(close + 2), Some(b'S' | b'D')) {
+        return false;
+    }
+    // The system call it sleeps in, read after the state: a thread that
+    // woke in between reads "running" and is not blocked (omp_team saw a
+    // report when its pthread's 300 ms wait in libgomp's futex ended
+    // between the two reads); one asleep in libgomp's own futex is
+    // libgomp's business.
+    syscall_pc(tid).is_some_and(|pc| !in_foreign_code(pc))
 }
 
 fn report(w: &Worker, id: u64, held_ns: u64) {
