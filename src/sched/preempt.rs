@@ -251,8 +251,11 @@ fn monitor(rt: &'static Runtime) {
                 && has_deliverable(id);
             if id == 0 || (w.load.load(Ordering::Relaxed) < 2 && !signal_waits) {
                 // Idle, or nothing else there to preempt for (a lone
-                // coroutine that computes costs no faster sampling).
-                seen[i] = (id, sw, now);
+                // coroutine that computes costs no faster sampling). The
+                // run keeps its start, for `signal_waits` at a later tick.
+                if !held {
+                    seen[i] = (id, sw, now);
+                }
                 continue;
             }
             let next = NEXT_TIMER[w.index].load(Ordering::Relaxed);
