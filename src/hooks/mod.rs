@@ -6,6 +6,7 @@
 //! | `rw.rs`       | read, write, readv, writev, preadv(64)v2, pwritev(64)v2, pread(64), pwrite(64), __read_chk, __pread(64)_chk |
 //! | `sendrecv.rs` | recv, recvfrom, recvmsg, recvmmsg, send, sendto, sendmsg, sendmmsg, __recv_chk, __recvfrom_chk |
 //! | `socket.rs`   | socket, socketpair, accept, accept4, connect, shutdown, setsockopt, getsockopt |
+//! | `sock_timeout.rs`| (no symbol) SO_RCVTIMEO/SO_SNDTIMEO of a socket and the deadline of one call, for the I/O hooks |
 //! | `sendfile.rs` | sendfile, sendfile64, splice |
 //! | `poll.rs`     | poll, ppoll, select, pselect, __poll_chk, __ppoll_chk |
 //! | `epoll.rs`    | epoll_wait, epoll_pwait, epoll_pwait2, epoll_create, epoll_create1 |
@@ -100,6 +101,7 @@ pub mod sigmask;
 pub mod signal;
 pub mod sigpreempt;
 pub mod sleep;
+mod sock_timeout;
 pub mod socket;
 pub mod start;
 pub mod stdio;
@@ -108,6 +110,8 @@ pub mod stdio_write;
 #[cfg(target_arch = "x86_64")]
 pub mod syscall;
 mod variadic;
+
+pub(crate) use sock_timeout::{sock_timeout, timeval_ns, Deadline, TIMEO_NONE};
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -263,80 +267,6 @@ pub(crate) fn set_user_nonblocking(fd: i32, on: bool) {
 pub(crate) fn changed_user_nonblocking(fd: i32, on: bool) {
     NB_EPOCH.fetch_add(1, Ordering::AcqRel);
     set_user_nonblocking(fd, on);
-}
-
-/// Stored in `rcv_timeo`/`snd_timeo`: the socket has no timeout (0 means
-/// not known yet).
-pub(crate) const TIMEO_NONE: u64 = u64::MAX;
-
-/// SO_RCVTIMEO (reads) or SO_SNDTIMEO (writes) of `fd` in ns, None when
-/// there is none or `fd` is not a socket. Asked of the kernel when not
-/// known (an inherited socket) or when the description is shared.
-pub(crate) fn sock_timeout(fd: i32, e: &FdEntry, dir: Dir) -> Option<u64> {
-    let slot = e.policy.timeo(dir);
-    let v = slot.load(Ordering::Relaxed);
-    if v != 0 && !e.policy.shared.load(Ordering::Relaxed) {
-        return (v != TIMEO_NONE).then_some(v);
-    }
-    if fd_kind(fd, e) != fdtable::KIND_SOCKET {
-        return None;
-    }
-    let name = match dir {
-        Dir::Read => libc::SO_RCVTIMEO,
-        Dir::Write => libc::SO_SNDTIMEO,
-    };
-    let mut tv = libc::timeval {
-        tv_sec: 0,
-        tv_usec: 0,
-    };
-    let mut len = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
-    // SAFETY: valid out-pointers of the declared size.
-    let r = unsafe {
-        crate::sys::real::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            name,
-            &mut tv as *mut libc::timeval as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    let ns = if r == 0 { timeval_ns(&tv) } else { TIMEO_NONE };
-    slot.store(ns, Ordering::Relaxed);
-    (ns != TIMEO_NONE).then_some(ns)
-}
-
-/// A socket timeout as the kernel reads it: zero is none, a negative one
-/// expires at once (1 ns here).
-pub(crate) fn timeval_ns(tv: &libc::timeval) -> u64 {
-    if tv.tv_sec == 0 && tv.tv_usec == 0 {
-        TIMEO_NONE
-    } else if tv.tv_sec < 0 {
-        1
-    } else {
-        (tv.tv_sec as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(tv.tv_usec.max(0) as u64 * 1000)
-            .clamp(1, TIMEO_NONE - 1)
-    }
-}
-
-/// The deadline of one blocking call, computed at its first EAGAIN (the
-/// fast path never looks the socket timeout up).
-#[derive(Default)]
-pub(crate) struct Deadline(Option<Option<u64>>);
-
-impl Deadline {
-    /// A deadline the call itself gives (monotonic ns; None: none), not the
-    /// socket's timeout.
-    pub(crate) fn at(deadline: Option<u64>) -> Deadline {
-        Deadline(Some(deadline))
-    }
-
-    pub(crate) fn get(&mut self, fd: i32, e: &FdEntry, dir: Dir) -> Option<u64> {
-        *self.0.get_or_insert_with(|| {
-            sock_timeout(fd, e, dir).map(|t| crate::sys::now_ns().saturating_add(t))
-        })
-    }
 }
 
 /// What a non-blocking loop ended with.
