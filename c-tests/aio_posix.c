@@ -28,25 +28,6 @@
 
 static void ticked(const char *what, long before) { ticker_report(what, before, 5); }
 
-/* A child writes `text` into `fd` after `ms` milliseconds. */
-static pid_t later(int fd, const char *text, int ms)
-{
-    pid_t p = fork();
-    if (p == 0) {
-        usleep(ms * 1000);
-        if (write(fd, text, strlen(text)) < 0)
-            _exit(1);
-        _exit(0);
-    }
-    return p;
-}
-
-static void reap(pid_t p)
-{
-    int st;
-    waitpid(p, &st, 0);
-}
-
 static void read_req(struct aiocb *cb, int fd, char *buf, size_t n)
 {
     memset(cb, 0, sizeof *cb);
@@ -89,12 +70,12 @@ int main(void)
     aio_read(&c1);
     const struct aiocb *l1[] = {&c1};
     long t0 = ticker_now();
-    pid_t w = later(p1[1], "first answer", 200);
+    pid_t w = write_later(p1[1], "first answer", 200);
     int r = aio_suspend(l1, 1, NULL);
     printf("aio_suspend: %d, error %s, return %zd, data \"%s\"\n", r, err_name(aio_error(&c1)),
            aio_return(&c1), b1);
     ticked("aio_suspend", t0);
-    reap(w);
+    reap_child(w);
 
     /* Timed out, then cut by a handler. */
     memset(b1, 0, sizeof b1);
@@ -136,14 +117,14 @@ int main(void)
     nop.aio_lio_opcode = LIO_NOP;
     struct aiocb *l2[] = {&c1, NULL, &nop, &c2};
     t0 = ticker_now();
-    pid_t w1 = later(p1[1], "for one", 200);
-    pid_t w2 = later(p2[1], "for two", 250);
+    pid_t w1 = write_later(p1[1], "for one", 200);
+    pid_t w2 = write_later(p2[1], "for two", 250);
     r = lio_listio(LIO_WAIT, l2, 4, NULL);
     printf("lio_listio(LIO_WAIT): %d; %zd \"%s\", %zd \"%s\"\n", r, aio_return(&c1), b1,
            aio_return(&c2), b2);
     ticked("lio_listio", t0);
-    reap(w1);
-    reap(w2);
+    reap_child(w1);
+    reap_child(w2);
 
     /* A file: write 100 KB of a pattern, read it back, check each byte. */
     char path[] = "/tmp/aio_posix.XXXXXX";

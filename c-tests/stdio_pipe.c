@@ -23,25 +23,6 @@
 #include "ticker.h"
 
 
-/* A child writes `text` into `fd` after 200 ms. */
-static pid_t later(int fd, const char *text)
-{
-    pid_t p = fork();
-    if (p == 0) {
-        usleep(200000);
-        if (write(fd, text, strlen(text)) < 0)
-            _exit(1);
-        _exit(0);
-    }
-    return p;
-}
-
-static void reap(pid_t p)
-{
-    int st;
-    waitpid(p, &st, 0);
-}
-
 /* The ticker ran during the last wait (at least 5 ticks of 1 ms in 200). */
 static void ticked(const char *what, long before) { ticker_report(what, before, 5); }
 
@@ -63,59 +44,59 @@ static void *reader(void *arg)
     (void)arg;
     char buf[128];
     long t0 = ticker_now();
-    pid_t p = later(wfd, "first line\n");
+    pid_t p = write_later(wfd, "first line\n", 200);
     printf("fgets: %s", fgets(buf, sizeof buf, in) ? buf : "NULL\n");
     ticked("fgets", t0);
-    reap(p);
+    reap_child(p);
 
     char *line = NULL;
     size_t cap = 0;
     t0 = ticker_now();
-    p = later(wfd, "second line\n");
+    p = write_later(wfd, "second line\n", 200);
     ssize_t n = getline(&line, &cap, in);
     printf("getline: %zd %s", n, n > 0 ? line : "\n");
     ticked("getline", t0);
-    reap(p);
+    reap_child(p);
     free(line);
 
     t0 = ticker_now();
-    p = later(wfd, "0123456789");
+    p = write_later(wfd, "0123456789", 200);
     size_t got = fread(buf, 1, 10, in);
     printf("fread: %zu %.10s\n", got, buf);
     ticked("fread", t0);
-    reap(p);
+    reap_child(p);
 
     t0 = ticker_now();
-    p = later(wfd, "xy");
+    p = write_later(wfd, "xy", 200);
     int c1 = fgetc(in);
     int c2 = getc_unlocked(in);
     printf("fgetc, getc_unlocked: %c%c\n", c1, c2);
     ticked("fgetc", t0);
-    reap(p);
+    reap_child(p);
 
     t0 = ticker_now();
-    p = later(wfd, "z");
+    p = write_later(wfd, "z", 200);
     int c3 = getc_unlocked(in);
     printf("getc_unlocked on an empty buffer: %c\n", c3);
     ticked("getc_unlocked", t0);
-    reap(p);
+    reap_child(p);
 
     int a = 0, b = 0;
     double d = 0;
     t0 = ticker_now();
-    p = later(wfd, "12 34 2.5\n");
+    p = write_later(wfd, "12 34 2.5\n", 200);
     int k = fscanf(in, "%d %d %lf", &a, &b, &d);
     printf("fscanf: %d items: %d %d %.1f\n", k, a, b, d);
     ticked("fscanf", t0);
-    reap(p);
+    reap_child(p);
 
     t0 = ticker_now();
-    p = later(wfd, "77 w\n");
+    p = write_later(wfd, "77 w\n", 200);
     char w = 0;
     k = scan_from(in, "%d %c", &a, &w);
     printf("vfscanf after a newline left in the buffer: %d items: %d %c\n", k, a, w);
     ticked("vfscanf", t0);
-    reap(p);
+    reap_child(p);
     /* "%c" reads what is there (the newline) without waiting. */
     k = fscanf(in, "%c", &w);
     printf("fscanf %%c of a buffered newline: %d items, %s\n", k, w == '\n' ? "newline" : "other");
@@ -141,19 +122,19 @@ int main(void)
     if (pipe(sp) != 0 || dup2(sp[0], 0) < 0)
         return 2;
     long t0 = ticker_now();
-    pid_t p = later(sp[1], "!");
+    pid_t p = write_later(sp[1], "!", 200);
     int c = getchar();
     printf("getchar: %c\n", c);
     ticked("getchar", t0);
-    reap(p);
+    reap_child(p);
 
     int v = 0;
     t0 = ticker_now();
-    p = later(sp[1], "56\n");
+    p = write_later(sp[1], "56\n", 200);
     int k = scanf("%d", &v);
     printf("scanf: %d items: %d\n", k, v);
     ticked("scanf", t0);
-    reap(p);
+    reap_child(p);
 
     /* A handler without SA_RESTART ends fgets with EINTR. */
     struct sigaction sa;

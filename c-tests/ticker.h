@@ -19,6 +19,8 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile long ticker_ticks;
@@ -59,6 +61,26 @@ static inline void ticker_stop(void)
 {
     ticker_stopping = 1;
     pthread_join(ticker_thread, NULL);
+}
+
+/* The other side of such a wait: a child process writes `text` into `fd`
+ * after `ms` milliseconds (the wait it ends is long enough for ticks). */
+static inline pid_t write_later(int fd, const char *text, int ms)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        usleep((useconds_t)ms * 1000);
+        if (write(fd, text, strlen(text)) < 0)
+            _exit(1);
+        _exit(0);
+    }
+    return p;
+}
+
+static inline void reap_child(pid_t p)
+{
+    int st;
+    waitpid(p, &st, 0);
 }
 
 #endif
