@@ -1,7 +1,7 @@
 // watchdog_names - threads that hold their worker, for corun's watchdog
 // messages (scripts/tests/watchdog.sh):
-//   lambda MS   a std::thread running a lambda spins MS ms; main joins it
-//   fnptr MS    a std::thread running the function spin_for spins MS ms
+//   lambda MS   a std::thread running a lambda spins MS ms of CPU; main joins it
+//   fnptr MS    a std::thread running the function spin_for spins MS ms of CPU
 //   yield MS    a std::thread calls sched_yield for MS ms (nothing else runs)
 //   block MS    a std::thread running block_for sleeps MS ms in a raw
 //               nanosleep system call (one corun does not see)
@@ -27,12 +27,23 @@ static long elapsed_ms(std::chrono::steady_clock::time_point t0)
         .count();
 }
 
+// Milliseconds of CPU time the calling thread has used: the spinners
+// compute for so much CPU, not wall time, so that a loaded machine which
+// leaves them without a CPU for a while does not cut their work short (the
+// watchdog measures a computing coroutine in CPU time too).
+static long cpu_ms()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
 // A named function, not inlined, so its symbol is what names the thread.
 __attribute__((noinline)) void spin_for(long ms)
 {
-    auto t0 = std::chrono::steady_clock::now();
+    long t0 = cpu_ms();
     volatile unsigned long x = 0;
-    while (elapsed_ms(t0) < ms)
+    while (cpu_ms() - t0 < ms)
         x = x + 1;
 }
 
@@ -56,9 +67,9 @@ int main(int argc, char **argv)
     long n = std::atol(argv[2]);
     if (!std::strcmp(mode, "lambda")) {
         std::thread t([n] {
-            auto t0 = std::chrono::steady_clock::now();
+            long t0 = cpu_ms();
             volatile unsigned long x = 0;
-            while (elapsed_ms(t0) < n)
+            while (cpu_ms() - t0 < n)
                 x = x + 1;
         });
         t.join();

@@ -47,6 +47,11 @@ pub fn kernel_thread_clock(tid: i32) -> libc::clockid_t {
     ((!(tid as libc::clockid_t)) << 3) | 6
 }
 
+/// CPU time of the kernel thread `tid` (of this process), ns.
+pub fn thread_cpu_ns(tid: i32) -> Option<u64> {
+    clock_ns(kernel_thread_clock(tid))
+}
+
 fn clock_ns(clk: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -22,6 +22,13 @@
 //! corun: worker 1 stalled for 512 ms in coroutine 7 (started at spin_forever); other coroutines there wait
 //! ```
 //!
+//! A coroutine that computes is measured in its worker's CPU time, not
+//! on the wall clock: on a loaded machine the kernel may leave the
+//! worker's thread without a CPU for a few hundred ms, which holds the
+//! coroutines there no more than it would hold the same threads natively
+//! (the watchdog test failed so at load 15 on 2 CPUs, reporting a
+//! coroutine that yielded in a loop, and `main` creating threads).
+//!
 //! The start is named as a user knows it (`startname.rs`): the C start
 //! routine, the callable of a C++ `std::thread`, the closure of a Rust
 //! one, not the runtime's trampoline.
@@ -135,6 +142,8 @@ fn run(rt: &'static Runtime) {
     // decides the report (a coroutine calling into corun is not stalled).
     let mut seen: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
     let mut active: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
+    // Per worker: its thread's CPU time when `active` was last reset.
+    let mut active_cpu: Vec<u64> = vec![0; rt.workers.len()];
     let mut reported: Vec<(u64, u64)> = vec![(0, 0); rt.workers.len()];
     loop {
         if super::confined::is() {
@@ -176,6 +185,7 @@ fn run(rt: &'static Runtime) {
             }
             if id == 0 || (active[i].0, active[i].1) != (id, act) {
                 active[i] = (id, act, since());
+                active_cpu[i] = worker_cpu_ns(w).unwrap_or(0);
             }
             if id == 0 || now.saturating_sub(seen[i].2) < stall_ns {
                 continue;
@@ -188,7 +198,9 @@ fn run(rt: &'static Runtime) {
             let held = now.saturating_sub(active[i].2);
             if held >= stall_ns
                 && reported[i] != (id, act)
-                && (rt.config.stall_compute || blocked_in_kernel(w))
+                && (blocked_in_kernel(w)
+                    || (rt.config.stall_compute
+                        && computed_for(w, active_cpu[i]) + period >= stall_ns))
             {
                 reported[i] = (id, act);
                 report(w, id, held);
@@ -227,6 +239,21 @@ fn blocked_in_kernel(w: &Worker) -> bool {
     // between the two reads); one asleep in libgomp's own futex is
     // libgomp's business.
     syscall_pc(tid).is_some_and(|pc| !in_foreign_code(pc))
+}
+
+/// The worker thread's CPU time, ns.
+fn worker_cpu_ns(w: &Worker) -> Option<u64> {
+    let tid = w.tid.load(Ordering::Relaxed);
+    (tid > 0)
+        .then(|| super::cpuclock::thread_cpu_ns(tid))
+        .flatten()
+}
+
+/// CPU time the worker's thread used since it read `since_cpu`: the
+/// sample was taken up to one period after the hold began, so a worker
+/// that computed the whole time shows at least the hold minus a period.
+fn computed_for(w: &Worker, since_cpu: u64) -> u64 {
+    worker_cpu_ns(w).map_or(u64::MAX / 2, |c| c.saturating_sub(since_cpu))
 }
 
 fn report(w: &Worker, id: u64, held_ns: u64) {
