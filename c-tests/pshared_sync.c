@@ -35,6 +35,11 @@ struct shared {
 
 static struct shared *sh;
 static volatile int ticks, stop_ticker;
+/* Set by a holder once it holds its object (or, for post_later, once it
+ * runs): the waiter starts only then. A fixed 10 ms head start was not
+ * enough on a loaded machine, where the holder's worker had no CPU yet and
+ * the wait found the mutex free. */
+static volatile int holding;
 
 static void *ticker(void *arg)
 {
@@ -49,6 +54,7 @@ static void *ticker(void *arg)
 static void *hold_mutex(void *m)
 {
     pthread_mutex_lock(m);
+    holding = 1;
     usleep(40000);
     sh->counter++;
     pthread_mutex_unlock(m);
@@ -59,6 +65,7 @@ static void *hold_rw(void *arg)
 {
     (void)arg;
     pthread_rwlock_wrlock(&sh->rw);
+    holding = 1;
     usleep(40000);
     sh->counter++;
     pthread_rwlock_unlock(&sh->rw);
@@ -68,6 +75,7 @@ static void *hold_rw(void *arg)
 static void *post_later(void *arg)
 {
     (void)arg;
+    holding = 1;
     usleep(40000);
     sem_post(&sh->sem);
     return NULL;
@@ -78,8 +86,10 @@ static void *post_later(void *arg)
 static void contend(const char *what, void *(*holder)(void *), void *arg, int (*wait)(void))
 {
     pthread_t h;
+    holding = 0;
     pthread_create(&h, NULL, holder, arg);
-    usleep(10000);
+    for (int i = 0; !holding && i < 10000; i++) /* bounded: 10 s */
+        usleep(1000);
     int t0 = ticks;
     int r = wait();
     int ran = ticks - t0 > 2;
