@@ -50,6 +50,12 @@ static volatile sig_atomic_t restarted[MUTATORS];
 static pthread_t mutators[MUTATORS];
 static __thread int my_index = -1;
 static volatile int stopping;
+/* Mutators that have set my_index: a collector stops only registered
+ * threads (bdwgc registers each before it can be stopped). A thread
+ * signalled before its start routine ran took the signal with index -1
+ * and waited for a restart that never named it: a fixed 20 ms head start
+ * was not enough on a loaded machine. */
+static int registered;
 static long work_done[MUTATORS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -91,6 +97,7 @@ static void on_suspend(int sig, siginfo_t *si, void *ucv)
 static void *computing_mutator(void *arg)
 {
     my_index = (int)(long)arg;
+    __atomic_add_fetch(&registered, 1, __ATOMIC_SEQ_CST);
     unsigned long x = (unsigned long)my_index;
     while (!stopping) {
         for (int i = 0; i < 1000; i++)
@@ -103,6 +110,7 @@ static void *computing_mutator(void *arg)
 static void *mutator(void *arg)
 {
     my_index = (int)(long)arg;
+    __atomic_add_fetch(&registered, 1, __ATOMIC_SEQ_CST);
     sem_t own;
     sem_init(&own, 0, 0);
     for (long i = 0; !stopping; i++) {
@@ -171,7 +179,8 @@ int main(void)
 
     for (long i = 0; i < MUTATORS; i++)
         pthread_create(&mutators[i], NULL, i < MUTATORS - COMPUTING ? mutator : computing_mutator, (void *)i);
-    usleep(20000);
+    for (int i = 0; __atomic_load_n(&registered, __ATOMIC_SEQ_CST) < MUTATORS && i < 10000; i++)
+        usleep(1000); /* bounded: 10 s */
     int rounds = 0;
     for (; rounds < ROUNDS; rounds++) {
         long before[MUTATORS];
