@@ -8,8 +8,9 @@ source "$(dirname "$0")/../lib.sh"
 N="${SIG_SERVER_CONNS:-500}"
 LIMIT_MS=100
 
-# run_one LABEL MODE SIGNAL [N] (LD_PRELOAD/CORUN_WORKERS from the caller)
-run_one() {
+# run_once LABEL MODE SIGNAL [N] (LD_PRELOAD/CORUN_WORKERS from the caller):
+# sets STOP_MS to the time from the signal to the server's exit.
+run_once() {
     local label="$1" mode="$2" sig="$3" n="${4:-0}" port pid holder=""
     port=$(free_port)
     "$BIN/sig_server" "$mode" "$port" "$n" >"$TMPD/$label.$mode" 2>&1 &
@@ -31,9 +32,21 @@ run_one() {
     wait "$pid" || fail "$label $mode: exit status $?: $(cat "$TMPD/$label.$mode")"
     t1=$(date +%s%N)
     [ -n "$holder" ] && { kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true; }
-    local ms=$(( (t1 - t0) / 1000000 ))
-    echo "$label $mode: stopped in $ms ms: $(tail -1 "$TMPD/$label.$mode")"
-    [ "$ms" -lt "$LIMIT_MS" ] || fail "$label $mode: took $ms ms to stop (limit $LIMIT_MS)"
+    STOP_MS=$(( (t1 - t0) / 1000000 ))
+    echo "$label $mode: stopped in $STOP_MS ms: $(tail -1 "$TMPD/$label.$mode")"
+}
+
+# run_one LABEL MODE SIGNAL [N]: run_once, again when the stop took longer
+# than the limit (three runs at most). A signal corun misses or delivers
+# late does so every time; a loaded machine (load 20 on 2 CPUs stopped 500
+# threads in 142 ms once) does not.
+run_one() {
+    local try
+    for try in 1 2 3; do
+        run_once "$@"
+        [ "$STOP_MS" -lt "$LIMIT_MS" ] && return 0
+    done
+    fail "$1 $2: took $STOP_MS ms to stop in each of 3 runs (limit $LIMIT_MS)"
 }
 
 for mode in accept:TERM select:INT read:TERM; do
