@@ -8,12 +8,12 @@
 //! `sched::sync` that the pthread objects already share with native
 //! threads (one table, so one word may be waited on both ways):
 //!
-//! - FUTEX_WAIT, FUTEX_WAIT_BITSET from a coroutine: one non-blocking
-//!   attempt first, the real FUTEX_WAIT_BITSET with a deadline already past.
-//!   The kernel compares the word and checks the arguments, so EAGAIN,
-//!   EINVAL and EFAULT are its own; ETIMEDOUT from it means "would sleep",
-//!   and the coroutine parks in the table (`sync::park_on`), comparing again
-//!   under the bucket lock, until a wake, the deadline (relative, monotonic
+//! - FUTEX_WAIT, FUTEX_WAIT_BITSET from a coroutine: one check first, by
+//!   the kernel, that never sleeps: a FUTEX_CMP_REQUEUE of nobody from the
+//!   word to itself. The kernel compares the word and checks the address,
+//!   so EAGAIN, EINVAL and EFAULT are its own (a zero bitset is EINVAL
+//!   here); success means "would sleep", and the coroutine parks in the
+//!   table (`sync::park_on`), comparing again under the bucket lock, until a wake, the deadline (relative, monotonic
 //!   for FUTEX_WAIT; absolute on the clock FUTEX_CLOCK_REALTIME chooses for
 //!   FUTEX_WAIT_BITSET) or, for a shared (non-PRIVATE) futex, a 10 ms pause
 //!   after which it looks whether the word changed: only a word another
