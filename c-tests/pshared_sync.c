@@ -35,11 +35,24 @@ struct shared {
 
 static struct shared *sh;
 static volatile int ticks, stop_ticker;
-/* Set by a holder once it holds its object (or, for post_later, once it
- * runs): the waiter starts only then. A fixed 10 ms head start was not
- * enough on a loaded machine, where the holder's worker had no CPU yet and
- * the wait found the mutex free. */
-static volatile int holding;
+/* The hand-shake of `contend`: a holder sets `holding` once it holds its
+ * object (post_later: once it runs), the waiter sets `waiting` just before
+ * it waits, and the holder lets go only once the ticker has ticked a few
+ * times after that (2 s at most). Fixed sleeps (10 ms head start, 40 ms
+ * hold) failed natively and under corun at load 13-20, where a 1 ms sleep
+ * can take 20 ms: the wait found the mutex free, or was over before the
+ * ticker ran. */
+static volatile int holding, waiting;
+
+static void hold_until_waited(void)
+{
+    holding = 1;
+    for (int i = 0; !waiting && i < 10000; i++) /* bounded: 10 s */
+        usleep(1000);
+    int t = ticks;
+    for (int i = 0; ticks - t < 5 && i < 1000; i++) /* bounded: 2 s */
+        usleep(2000);
+}
 
 static void *ticker(void *arg)
 {
@@ -54,8 +67,7 @@ static void *ticker(void *arg)
 static void *hold_mutex(void *m)
 {
     pthread_mutex_lock(m);
-    holding = 1;
-    usleep(40000);
+    hold_until_waited();
     sh->counter++;
     pthread_mutex_unlock(m);
     return NULL;
@@ -65,8 +77,7 @@ static void *hold_rw(void *arg)
 {
     (void)arg;
     pthread_rwlock_wrlock(&sh->rw);
-    holding = 1;
-    usleep(40000);
+    hold_until_waited();
     sh->counter++;
     pthread_rwlock_unlock(&sh->rw);
     return NULL;
@@ -75,8 +86,7 @@ static void *hold_rw(void *arg)
 static void *post_later(void *arg)
 {
     (void)arg;
-    holding = 1;
-    usleep(40000);
+    hold_until_waited();
     sem_post(&sh->sem);
     return NULL;
 }
@@ -86,11 +96,12 @@ static void *post_later(void *arg)
 static void contend(const char *what, void *(*holder)(void *), void *arg, int (*wait)(void))
 {
     pthread_t h;
-    holding = 0;
+    holding = waiting = 0;
     pthread_create(&h, NULL, holder, arg);
     for (int i = 0; !holding && i < 10000; i++) /* bounded: 10 s */
         usleep(1000);
     int t0 = ticks;
+    waiting = 1;
     int r = wait();
     int ran = ticks - t0 > 2;
     pthread_join(h, NULL);
@@ -133,7 +144,7 @@ static int timedwait_cond(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50000000;
+    ts.tv_nsec += 200000000; /* long enough for a few ticks at load 20 */
     if (ts.tv_nsec >= 1000000000) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000;

@@ -256,11 +256,19 @@ static void at_exit(void)
     fflush(stdout);
 }
 
+/* Threads that finish after main's pthread_exit, in turn: thread i prints
+ * once thread i-1 has (the 10 ms steps between their sleeps alone swapped
+ * two of them at load 20). */
+static atomic_int finished;
 static void *finish_later(void *a)
 {
-    usleep(50000 + 10000 * (unsigned)(long)a);
-    printf("thread %ld finished\n", (long)a);
+    long me = (long)a;
+    usleep(50000 + 10000 * (unsigned)me);
+    for (int i = 0; atomic_load(&finished) < me && i < 10000; i++) /* bounded: 10 s */
+        usleep(1000);
+    printf("thread %ld finished\n", me);
     fflush(stdout);
+    atomic_fetch_add(&finished, 1);
     return NULL;
 }
 
