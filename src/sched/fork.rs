@@ -86,6 +86,11 @@ fn keep_only(me: &'static Worker) {
 /// natively never waits on them, and pays none of it.
 fn reset_worker(w: &'static Worker) {
     w.local.stale.set(true);
+    // The forking thread has a new tid in the child: the parent's one is
+    // no thread of this process (signals aimed at the worker, the
+    // preemption monitor's and the watchdog's /proc reads, new threads'
+    // descriptors all use it).
+    w.tid.store(crate::sys::gettid(), Ordering::Relaxed);
     let drop_all = |t: super::task::TaskRef| std::mem::forget(t);
     while let Some(turn) = w.local.run_queue.borrow_mut().pop() {
         if let super::run_queue::Turn::Ready(t) = turn {
