@@ -192,6 +192,13 @@ impl Task {
         self.state.load(Ordering::Acquire)
     }
 
+    /// The task whose `debug` field `r` is (a registry walk: `sigdispatch`).
+    pub(super) fn of_record(r: *const DebugRecord) -> *const Task {
+        r.cast::<u8>()
+            .wrapping_sub(std::mem::offset_of!(Task, debug))
+            .cast::<Task>()
+    }
+
     /// Puts the task's record in the debugger's list `list` (`debugreg`).
     pub(super) fn debug_link(&self, list: usize) {
         let (cause, object) = self.wait.addrs();
