@@ -43,6 +43,7 @@ use std::sync::Arc;
 use crossbeam_deque::{Injector, Stealer, Worker as Deque};
 
 use crate::ctx::{overflow, tls, StackPool};
+use crate::sys::block_cache::BlockCache;
 use crate::sys::epoll::{Epoll, EventFd};
 
 use super::fdtable;
@@ -121,6 +122,8 @@ pub(super) struct Local {
     /// (`netpoller.rs`).
     pub(super) watches_fds: Cell<bool>,
     pub(super) overflow_slot: Cell<*const Cell<overflow::Running>>,
+    /// Free heap blocks of the tasks' size (`sys::block_cache`).
+    pub(super) blocks: BlockCache,
 }
 
 // SAFETY: a worker's `Local` is only used by the thread that drives the
@@ -167,6 +170,13 @@ impl Worker {
         // SAFETY: as in `set_current_task`.
         unsafe { &*slot }
     }
+}
+
+/// The block cache of the worker this thread drives (null: none), for
+/// the heap (`sys::block_cache`). A coroutine with a TLS block of its own
+/// finds its worker too: it sets its copy of `WORKER` when it starts.
+pub(super) fn worker_block_cache() -> *const BlockCache {
+    current_worker().map_or(std::ptr::null(), |w| &w.local.blocks as *const BlockCache)
 }
 
 /// The task running on this thread, if any. Null while the runtime itself
@@ -219,6 +229,7 @@ impl Worker {
                 current_slot: Cell::new(std::ptr::null()),
                 watches_fds: Cell::new(false),
                 overflow_slot: Cell::new(std::ptr::null()),
+                blocks: BlockCache::new(),
             },
         });
         Ok(Box::leak(w))
