@@ -218,6 +218,22 @@ impl DebugRecord {
     }
 }
 
+/// Calls `f` with each record of list `list`, newest first, until it
+/// returns false. Caller: that shard's lock held (the records stay linked
+/// and alive meanwhile).
+pub(super) fn walk(list: usize, mut f: impl FnMut(*const DebugRecord) -> bool) {
+    let mut p = corun_debug.heads[list % LISTS].load(Relaxed);
+    while !p.is_null() {
+        // SAFETY: a linked record belongs to a registered task, alive while
+        // registered; the caller holds the lock that keeps it linked.
+        let next = unsafe { (*p).next.load(Relaxed) };
+        if !f(p) {
+            return;
+        }
+        p = next;
+    }
+}
+
 /// In a forked child: the parent's tasks are gone (their records with
 /// them); the lists start empty before the child's main registers again.
 pub(super) fn after_fork_child() {

@@ -111,8 +111,8 @@ pub struct SignalState {
     /// to when the outermost one is left by a long jump.
     pub depth: AtomicU32,
     pub outer_mask: AtomicU64,
-    /// Place in the registry of live tasks, plus one (0: not registered).
-    pub slot: AtomicUsize,
+    /// In the registry of live tasks (`sigdispatch::register`).
+    pub registered: AtomicBool,
     /// The thread's alternate signal stack as `sigaltstack` set it (size
     /// 0: none), and its SS_AUTODISARM bit (`hooks::sigaction::altstack`).
     pub alt_sp: AtomicUsize,

@@ -67,6 +67,10 @@ pub fn start(config: crate::config::Config, plugins: Plugins) -> std::io::Result
         tls::init();
     }
     overflow::install_handler();
+    crate::sys::block_cache::enable(
+        super::task::Task::block_size(),
+        super::worker::worker_block_cache,
+    );
     rt.workers[0].started.store(true, Ordering::Release);
     rt.workers[0].attach();
     Ok(rt)

@@ -58,7 +58,7 @@ use std::sync::Arc;
 
 use super::park::{current, in_signal_handler};
 use super::runtime::runtime;
-use super::sigdispatch::{interrupt, register, unregister, REGISTRY};
+use super::sigdispatch::{interrupt, register, unregister};
 use super::siginfo::{self, Info};
 use super::sigmask::{self, bit, UNBLOCKABLE};
 use super::task::{Task, TaskRef, DONE, NOTIFIED, RUNNING};
@@ -164,18 +164,8 @@ pub fn task_ended(t: &Task) {
 /// In a forked child, on the forking thread: `me` is the only thread, the
 /// new main; no signal is pending (as after fork).
 pub fn after_fork(me: &TaskRef) {
-    super::debugreg::after_fork_child();
-    for sh in &REGISTRY {
-        sh.lock.store(false, Ordering::Release);
-        sh.with(|s| {
-            for t in s.tasks.drain(..).flatten() {
-                // The parent's tasks: their coroutines do not exist here.
-                std::mem::forget(t);
-            }
-            s.free.clear();
-        });
-    }
-    me.ident.sig.slot.store(0, Ordering::Relaxed);
+    super::sigdispatch::forget_all_after_fork();
+    me.ident.sig.registered.store(false, Ordering::Relaxed);
     sigmask::reset();
     PROC_PENDING.store(0, Ordering::SeqCst);
     WORK.store(false, Ordering::SeqCst);
@@ -202,7 +192,7 @@ pub fn set_mask(t: &Task, new: u64) -> u64 {
     let new = new & !UNBLOCKABLE;
     let old = t.ident.sigmask.swap(new, Ordering::SeqCst);
     let counted = t.ident.sig.counted.swap(new, Ordering::SeqCst);
-    if t.ident.sig.slot.load(Ordering::Relaxed) != 0 && sigmask::count_change(counted, new) {
+    if t.ident.sig.registered.load(Ordering::Relaxed) && sigmask::count_change(counted, new) {
         mask_changed();
     }
     old

@@ -192,6 +192,21 @@ impl Task {
         self.state.load(Ordering::Acquire)
     }
 
+    /// The size of the heap block an `Arc<Task>` takes: the two counts,
+    /// then the task (the layout `Arc` computes).
+    pub(super) fn block_size() -> usize {
+        std::alloc::Layout::new::<[usize; 2]>()
+            .extend(std::alloc::Layout::new::<Task>())
+            .map_or(0, |(l, _)| l.pad_to_align().size())
+    }
+
+    /// The task whose `debug` field `r` is (a registry walk: `sigdispatch`).
+    pub(super) fn of_record(r: *const DebugRecord) -> *const Task {
+        r.cast::<u8>()
+            .wrapping_sub(std::mem::offset_of!(Task, debug))
+            .cast::<Task>()
+    }
+
     /// Puts the task's record in the debugger's list `list` (`debugreg`).
     pub(super) fn debug_link(&self, list: usize) {
         let (cause, object) = self.wait.addrs();

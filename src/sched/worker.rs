@@ -43,6 +43,7 @@ use std::sync::Arc;
 use crossbeam_deque::{Injector, Stealer, Worker as Deque};
 
 use crate::ctx::{overflow, tls, StackPool};
+use crate::sys::block_cache::BlockCache;
 use crate::sys::epoll::{Epoll, EventFd};
 
 use super::fdtable;
@@ -53,20 +54,48 @@ use super::task::{Task, TaskRef};
 use super::timers::Timers;
 use super::waiter::Waiter;
 
+/// A zero-sized field that starts the next field on a fresh pair of cache
+/// lines (`Worker`: Intel's adjacent-line prefetcher moves lines in pairs).
+#[derive(Default)]
+#[repr(align(128))]
+pub(super) struct LineBreak;
+
+/// The fields come in groups by who writes them, each group on lines of
+/// its own (`repr(C)` keeps the order): the other workers read this
+/// worker's `sleeping`, `load` and queues at every hand-off and spawn, and
+/// this worker writes `running_id`, `running_since` and `switches` at every
+/// switch and its `Local` all the time. Laid out by the compiler, `load`
+/// and `handoff` shared a line with the switch fields, and `sleeping`,
+/// `started`, `dead` one with `Local`'s last fields: each spawn on one
+/// worker that looked at another (`wake_thief`), each wake-up sent there,
+/// missed on a line that worker had just written.
+#[repr(C)]
 pub struct Worker {
+    // Read by all, written once (at start, or a fork).
     pub index: usize,
-    pub(super) inbox: ForkInjector,
+    pub(super) fresh_stealer: Stealer<TaskRef>,
+    pub(super) wake: EventFd,
+    /// Kernel thread id, once started.
+    pub tid: AtomicI32,
+    /// The worker's thread runs (workers start on first use).
+    pub started: AtomicBool,
+    /// In a forked child, every worker but the forking one: it has no
+    /// thread and never gets one.
+    pub dead: AtomicBool,
+    _shared: LineBreak,
+    // Written by other threads (and by this worker).
     /// One task woken from another thread (`Arc::into_raw`, null: empty),
     /// ahead of `inbox`.
     handoff: AtomicPtr<Task>,
-    pub(super) placed: ForkInjector,
-    pub(super) fresh_stealer: Stealer<TaskRef>,
-    pub(super) sleeping: AtomicBool,
-    pub(super) wake: EventFd,
     /// Live tasks homed on this worker (placement heuristic).
     pub load: AtomicUsize,
-    /// Kernel thread id, once started.
-    pub tid: AtomicI32,
+    pub(super) sleeping: AtomicBool,
+    // Two injectors, each with its head and tail on lines of their own.
+    pub(super) inbox: ForkInjector,
+    pub(super) placed: ForkInjector,
+    _own: LineBreak,
+    // Written by this worker at every switch; read by the watchdog and by
+    // placement.
     /// Task running now (0: in the scheduler) and since when (ns); read by
     /// the watchdog.
     pub running_id: AtomicU64,
@@ -74,14 +103,10 @@ pub struct Worker {
     pub running_start_addr: AtomicUsize,
     /// Tasks run (a heartbeat for the watchdog and for stats).
     pub switches: AtomicU64,
-    /// The worker's thread runs (workers start on first use).
-    pub started: AtomicBool,
-    /// In a forked child, every worker but the forking one: it has no
-    /// thread and never gets one.
-    pub dead: AtomicBool,
     /// Generation of the kernel signal mask this worker's thread has
     /// (`signals.rs`, `sigmask.rs`).
     pub sig_epoch: AtomicU64,
+    _local: LineBreak,
     pub(super) local: Local,
 }
 
@@ -121,6 +146,8 @@ pub(super) struct Local {
     /// (`netpoller.rs`).
     pub(super) watches_fds: Cell<bool>,
     pub(super) overflow_slot: Cell<*const Cell<overflow::Running>>,
+    /// Free heap blocks of the tasks' size (`sys::block_cache`).
+    pub(super) blocks: BlockCache,
 }
 
 // SAFETY: a worker's `Local` is only used by the thread that drives the
@@ -169,6 +196,13 @@ impl Worker {
     }
 }
 
+/// The block cache of the worker this thread drives (null: none), for
+/// the heap (`sys::block_cache`). A coroutine with a TLS block of its own
+/// finds its worker too: it sets its copy of `WORKER` when it starts.
+pub(super) fn worker_block_cache() -> *const BlockCache {
+    current_worker().map_or(std::ptr::null(), |w| &w.local.blocks as *const BlockCache)
+}
+
 /// The task running on this thread, if any. Null while the runtime itself
 /// runs (scheduler loop, or inside a park), so hooks reached from runtime
 /// code pass straight through.
@@ -204,6 +238,9 @@ impl Worker {
             started: AtomicBool::new(false),
             dead: AtomicBool::new(false),
             sig_epoch: AtomicU64::new(0),
+            _shared: LineBreak,
+            _own: LineBreak,
+            _local: LineBreak,
             local: Local {
                 run_queue: RefCell::new(RunQueue::new()),
                 fresh,
@@ -219,6 +256,7 @@ impl Worker {
                 current_slot: Cell::new(std::ptr::null()),
                 watches_fds: Cell::new(false),
                 overflow_slot: Cell::new(std::ptr::null()),
+                blocks: BlockCache::new(),
             },
         });
         Ok(Box::leak(w))

@@ -41,6 +41,13 @@ pub struct LibcHeap;
 unsafe impl GlobalAlloc for LibcHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if layout.align() <= MIN_ALIGN && layout.align() <= layout.size() {
+            // The tasks' size, on a worker: its cache first (`block_cache`).
+            if let Some(c) = super::block_cache::mine(layout.size()) {
+                let p = c.take();
+                if !p.is_null() {
+                    return p;
+                }
+            }
             // SAFETY: plain allocation.
             unsafe { __libc_malloc(layout.size()) as *mut u8 }
         } else {
@@ -65,7 +72,14 @@ unsafe impl GlobalAlloc for LibcHeap {
         }
     }
 
-    unsafe fn dealloc(&self, p: *mut u8, _layout: Layout) {
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        if layout.align() <= MIN_ALIGN {
+            if let Some(c) = super::block_cache::mine(layout.size()) {
+                if c.give(p) {
+                    return;
+                }
+            }
+        }
         // SAFETY: `p` came from this allocator (GlobalAlloc's contract).
         unsafe { __libc_free(p as *mut c_void) }
     }

@@ -4,6 +4,7 @@
 //! through `libc` functions that corun does not interpose.
 
 pub mod alloc;
+pub mod block_cache;
 pub mod epoll;
 pub mod real;
 
