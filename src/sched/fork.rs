@@ -87,7 +87,7 @@ fn keep_only(me: &'static Worker) {
 fn reset_worker(w: &'static Worker) {
     w.local.stale.set(true);
     let drop_all = |t: super::task::TaskRef| std::mem::forget(t);
-    while let Some(turn) = w.local.run_queue.borrow_mut().pop() {
+    while let Some(turn) = w.local.run_queue.borrow_mut().pop(|| 0, u64::MAX) {
         if let super::run_queue::Turn::Ready(t) = turn {
             drop_all(t);
         }
