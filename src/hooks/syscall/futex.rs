@@ -132,26 +132,18 @@ fn wait(c: Call) -> c_long {
             Deadline::Monotonic(ns)
         }),
     };
-    // The attempt, with the kernel's own checks: a FUTEX_CMP_REQUEUE of
-    // nothing (wake 0, requeue 0, onto the same word) that expects `val`
-    // reads the word as a wait does, so EAGAIN (it differs), EFAULT and
-    // EINVAL (misaligned) are the kernel's, and 0 means a wait would
-    // sleep. It sets no timer: the wait with a deadline already past that
-    // it replaces armed and fired an hrtimer each time, a third of the CPU
-    // time of a rayon program making many small parallel calls on a VM.
-    if bits == 0 {
-        return fail(libc::EINVAL);
-    }
+    // The attempt: a deadline of 0 on the monotonic clock has passed.
     let r = Call {
-        op: FUTEX_CMP_REQUEUE | (op & PRIVATE),
-        val: 0,
-        t: 0,
-        uaddr2: c.uaddr,
-        val3: val as c_long,
+        op: FUTEX_WAIT_BITSET | (op & PRIVATE),
+        t: &PAST as *const libc::timespec as c_long,
+        val3: bits as c_long,
         ..c
     }
     .kernel();
-    if r < 0 {
+    if r == 0 {
+        return 0;
+    }
+    if errno() != libc::ETIMEDOUT {
         return -1;
     }
     if deadline.is_some_and(|d| d.passed()) {
