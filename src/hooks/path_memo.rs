@@ -309,44 +309,64 @@ impl Key {
 mod tests {
     use super::*;
 
+    /// A copy of a path in a 64-byte aligned buffer, which never crosses
+    /// a page: `key` reads no further than the page `path_was_read` saw,
+    /// and a literal in .rodata may straddle two (where depends on the
+    /// build: `cached_is_not_regular` failed after unrelated changes).
+    #[repr(C, align(64))]
+    struct OnePage([u8; 64]);
+
+    impl OnePage {
+        fn ptr(&self) -> *const c_char {
+            self.0.as_ptr().cast()
+        }
+    }
+
+    fn in_one_page(s: &std::ffi::CStr) -> Box<OnePage> {
+        let mut b = Box::new(OnePage([0; 64]));
+        let bytes = s.to_bytes_with_nul();
+        b.0[..bytes.len()].copy_from_slice(bytes);
+        b
+    }
+
     #[test]
     fn unread_pages_are_not_read() {
-        let p = c"/srv/www/index.html";
-        assert!(key(libc::AT_FDCWD, p.as_ptr()).is_none());
-        path_was_read(p.as_ptr());
-        assert!(key(libc::AT_FDCWD, p.as_ptr()).is_some());
+        let p = in_one_page(c"/srv/www/index.html");
+        assert!(key(libc::AT_FDCWD, p.ptr()).is_none());
+        path_was_read(p.ptr());
+        assert!(key(libc::AT_FDCWD, p.ptr()).is_some());
     }
 
     #[test]
     fn parent_key_is_the_files_key() {
-        let file = c"/srv/www/index.html";
-        let walk = c"/srv/www/index.html/.htaccess";
-        let walk2 = c"/srv/www/index.html//.htaccess";
-        for p in [file, walk, walk2] {
-            path_was_read(p.as_ptr());
+        let file = in_one_page(c"/srv/www/index.html");
+        let walk = in_one_page(c"/srv/www/index.html/.htaccess");
+        let walk2 = in_one_page(c"/srv/www/index.html//.htaccess");
+        for p in [&file, &walk, &walk2] {
+            path_was_read(p.ptr());
         }
-        let f = key(libc::AT_FDCWD, file.as_ptr()).unwrap();
-        let w = key(libc::AT_FDCWD, walk.as_ptr()).unwrap();
+        let f = key(libc::AT_FDCWD, file.ptr()).unwrap();
+        let w = key(libc::AT_FDCWD, walk.ptr()).unwrap();
         assert!(!w.parent_regular_recently());
         f.note_regular();
         // A key answers from what the memo knew when it was made.
         assert!(!w.parent_regular_recently());
-        let w = key(libc::AT_FDCWD, walk.as_ptr()).unwrap();
-        let w2 = key(libc::AT_FDCWD, walk2.as_ptr()).unwrap();
+        let w = key(libc::AT_FDCWD, walk.ptr()).unwrap();
+        let w2 = key(libc::AT_FDCWD, walk2.ptr()).unwrap();
         assert!(w.parent_regular_recently() && w2.parent_regular_recently());
-        let f = key(libc::AT_FDCWD, file.as_ptr()).unwrap();
+        let f = key(libc::AT_FDCWD, file.ptr()).unwrap();
         assert!(f.regular_recently() && f.cached_recently());
         // Another dirfd is another path.
-        let other = key(3, file.as_ptr()).unwrap();
+        let other = key(3, file.ptr()).unwrap();
         assert!(!other.cached_recently());
     }
 
     #[test]
     fn cached_is_not_regular() {
-        let p = c"/srv/www/a-directory";
-        path_was_read(p.as_ptr());
-        key(libc::AT_FDCWD, p.as_ptr()).unwrap().note_cached();
-        let k = key(libc::AT_FDCWD, p.as_ptr()).unwrap();
+        let p = in_one_page(c"/srv/www/a-directory");
+        path_was_read(p.ptr());
+        key(libc::AT_FDCWD, p.ptr()).unwrap().note_cached();
+        let k = key(libc::AT_FDCWD, p.ptr()).unwrap();
         assert!(k.cached_recently());
         assert!(!k.regular_recently());
     }

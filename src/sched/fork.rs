@@ -92,7 +92,7 @@ fn reset_worker(w: &'static Worker) {
     // descriptors all use it).
     w.tid.store(crate::sys::gettid(), Ordering::Relaxed);
     let drop_all = |t: super::task::TaskRef| std::mem::forget(t);
-    while let Some(turn) = w.local.run_queue.borrow_mut().pop() {
+    while let Some(turn) = w.local.run_queue.borrow_mut().pop(|| 0, u64::MAX) {
         if let super::run_queue::Turn::Ready(t) = turn {
             drop_all(t);
         }

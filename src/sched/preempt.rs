@@ -16,10 +16,13 @@
 //! slice (`CORUN_PREEMPT_MS`, 10 ms by default; 0 turns all of this off),
 //! or `GRANULARITY_NS` once a timer of its worker is due (each worker
 //! publishes when its next timer is due: `timer_added` at a timed park,
-//! `timers_next` after firing its timers), or a signal waits for a worker
-//! to hand it to its coroutine (`signals::WORK`), as the kernel lets a thread
-//! that wakes preempt one that computes. The tasks the worker wakes at
-//! the preemption run before the preempted ones (`yield_preempted`).
+//! `timers_next` after firing its timers), a signal waits for a worker
+//! to hand it to its coroutine (`signals::WORK`), or a thread that woke
+//! or was made waits to run there (`Worker::woken_waiting`, or its
+//! hand-off slot and inbox), as the kernel lets a thread that wakes
+//! preempt one that computes. Preempted tasks then wait behind every
+//! task that woke (`run_queue.rs`), the ones the worker's poll wakes at
+//! the preemption included (`yield_preempted`).
 //! Either way only when the worker has other live tasks
 //! (`load` >= 2: runnable ones, or parked ones whose timer, fd or signal
 //! only the worker itself notices), and the worker's thread is running
@@ -121,6 +124,11 @@ pub fn configure(ms: u64) -> bool {
 
 /// Whether preemption is on (the hooks keep `SIGNAL` for corun then).
 #[inline]
+/// The time slice (ns; 0: preemption off).
+pub fn slice_ns() -> u64 {
+    SLICE_NS.load(Ordering::Relaxed)
+}
+
 pub fn enabled() -> bool {
     SLICE_NS.load(Ordering::Relaxed) != 0
 }
@@ -266,8 +274,14 @@ fn monitor(rt: &'static Runtime) {
             }
             long_run = true;
             let ran = now.saturating_sub(seen[i].2);
-            // A signal to hand to a coroutine is as urgent as a due timer.
-            let due = next <= now || super::signals::WORK.load(Ordering::Relaxed);
+            // A signal to hand to a coroutine is as urgent as a due timer,
+            // and so is a thread that woke (or was made) and waits behind
+            // the run, as the kernel lets a thread that wakes preempt one
+            // that computes.
+            let due = next <= now
+                || super::signals::WORK.load(Ordering::Relaxed)
+                || w.woken_waiting.load(Ordering::Relaxed)
+                || w.has_remote();
             if !(ran >= slice || (due && ran >= granularity))
                 || (super::alone() && !signal_waits)
                 || !thread_runs(w)
@@ -425,16 +439,12 @@ pub(super) extern "C" fn yield_preempted() {
     };
     let e = crate::sys::errno();
     // What the poll wakes (due timers, ready fds) goes ahead of the
-    // coroutines that were preempted before, as the kernel runs a thread
-    // that wakes before the ones that compute.
-    let before = w.local.run_queue.borrow().len();
+    // coroutines that were preempted, as the kernel runs a thread that
+    // wakes before the ones that compute (`run_queue.rs`).
     w.poll(rt, false);
-    let mut q = w.local.run_queue.borrow_mut();
-    let woken = q.len().saturating_sub(before);
-    q.promote_newest(woken);
-    drop(q);
     DONE.fetch_add(1, Ordering::Relaxed);
     task.yielding.set(true);
+    task.preempted.set(true);
     suspend(&task);
     super::signals::run_pending(&task);
     crate::sys::set_errno(e);

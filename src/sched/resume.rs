@@ -88,6 +88,8 @@ impl Worker {
             .store(t.start_addr, Ordering::Relaxed);
         self.running_since
             .store(self.local.clock.get(), Ordering::Relaxed);
+        self.woken_waiting
+            .store(self.local.run_queue.borrow().has_woken(), Ordering::Relaxed);
         self.set_current_task(tp);
         t.ident.cpu.resumed(self.tid.load(Ordering::Relaxed));
         let own_tp = t.ident.tp.get();
@@ -107,7 +109,11 @@ impl Worker {
             Resumed::Suspended if t.yielding.get() => {
                 t.yielding.set(false);
                 t.set_runnable();
-                self.push_local(t);
+                if t.preempted.replace(false) {
+                    self.push_preempted(t);
+                } else {
+                    self.push_local(t);
+                }
             }
             Resumed::Suspended if t.exiting.get() => {
                 // SAFETY: pthread_exit suspended for good; its C frames own

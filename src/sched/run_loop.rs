@@ -88,6 +88,12 @@ impl Worker {
                 return Some(t);
             }
         }
+        if self.local.run_queue.borrow().only_preempted() {
+            // What woke on other threads, or was placed here, runs before
+            // the preempted tasks (`run_queue.rs`).
+            self.drain_inbox();
+            self.adopt_placed();
+        }
         if let Some(t) = self.pop_run_queue() {
             return Some(t);
         }
@@ -105,7 +111,11 @@ impl Worker {
     /// task was taken elsewhere are skipped: `run_queue.rs`).
     fn pop_run_queue(&self) -> Option<TaskRef> {
         loop {
-            let turn = self.local.run_queue.borrow_mut().pop()?;
+            let turn = self
+                .local
+                .run_queue
+                .borrow_mut()
+                .pop(crate::sys::now_ns, super::preempt::slice_ns())?;
             match turn {
                 Turn::Ready(t) => return Some(t),
                 Turn::Fresh => {

@@ -112,6 +112,9 @@ pub struct Task {
     pub(super) exiting: Cell<bool>,
     /// Suspended by a yield: the scheduler requeues it at the back.
     pub(super) yielding: Cell<bool>,
+    /// The yield is a preemption: the task waits behind the others
+    /// (`run_queue.rs`).
+    pub(super) preempted: Cell<bool>,
     /// What the start routine returned (or `pthread_exit` gave), stored by
     /// the task itself before it ends: `finish` copies it into `join`, and
     /// a joiner that sees the task DONE (its state is published with
@@ -175,6 +178,7 @@ impl Task {
             yielder: Cell::new(std::ptr::null()),
             exiting: Cell::new(false),
             yielding: Cell::new(false),
+            preempted: Cell::new(false),
             result: AtomicUsize::new(0),
             join: Mutex::new(JoinState::default()),
             ext: UnsafeCell::new(None),

@@ -101,6 +101,11 @@ pub struct Worker {
     pub running_id: AtomicU64,
     pub running_since: AtomicU64,
     pub running_start_addr: AtomicUsize,
+    /// A task that woke, yielded or was spawned waits in the local run
+    /// queue (preempted ones aside): stored when a run starts and at each
+    /// local push, read by the preemption monitor, which then preempts a
+    /// computing run after a granularity, not a slice (`preempt.rs`).
+    pub woken_waiting: AtomicBool,
     /// Tasks run (a heartbeat for the watchdog and for stats).
     pub switches: AtomicU64,
     /// Generation of the kernel signal mask this worker's thread has
@@ -234,6 +239,7 @@ impl Worker {
             running_id: AtomicU64::new(0),
             running_since: AtomicU64::new(0),
             running_start_addr: AtomicUsize::new(0),
+            woken_waiting: AtomicBool::new(false),
             switches: AtomicU64::new(0),
             started: AtomicBool::new(false),
             dead: AtomicBool::new(false),
@@ -298,6 +304,13 @@ impl Worker {
 
     pub(super) fn push_local(&self, t: TaskRef) {
         self.local.run_queue.borrow_mut().push(t);
+        self.woken_waiting.store(true, Ordering::Relaxed);
+    }
+
+    /// Queues a task this worker's monitor preempted: behind the others,
+    /// for a slice at most (`run_queue.rs`).
+    pub(super) fn push_preempted(&self, t: TaskRef) {
+        self.local.run_queue.borrow_mut().push_preempted(t);
     }
 
     /// Queues a task of this worker made runnable by another thread (any
@@ -351,6 +364,7 @@ impl Worker {
     pub(super) fn push_fresh(&self, t: TaskRef) {
         self.local.fresh.push(t);
         self.local.run_queue.borrow_mut().push_fresh_turn();
+        self.woken_waiting.store(true, Ordering::Relaxed);
     }
 
     /// Whether anything else could run here now (for a yield).
