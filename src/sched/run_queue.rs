@@ -68,6 +68,12 @@ impl<T> RunQueue<T> {
         self.q.rotate_right(k);
     }
 
+    /// The entry `i` places from the front, without taking it.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&Turn<T>> {
+        self.q.get(i)
+    }
+
     /// Entries, turns included.
     pub fn len(&self) -> usize {
         self.q.len()
