@@ -21,9 +21,9 @@
 //!   frame and the frames of the park and the hook above it), its thread
 //!   pointer's line (the TCB: stack guard, DTV pointer) and the lines of
 //!   its copies of corun's and libc's thread-locals (`CURRENT` and the
-//!   signal depths, errno), found at the same offsets from its thread
-//!   pointer as the worker's own (static TLS, variant II).
-//!
+//!   signal depths, errno) and its DTV (which `__tls_get_addr` reads
+//!   for each access to corun's), found at the same offsets from its thread
+//!   pointer as the worker's own (static TLS, variant II);
 //! - the buffers of its last read and write through the hooks (a
 //!   connection's coroutine reads each request into the same buffer and
 //!   builds each reply in the same buffer, on its stack pages far above
@@ -35,7 +35,7 @@
 //! most. Nothing here runs when the run queue holds fewer than two ready
 //! tasks, so a ping-pong of two coroutines pays nothing.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::run_queue::Turn;
 use super::task::Task;
@@ -54,6 +54,23 @@ const STACK_ABOVE: usize = 8 * LINE;
 /// Lines fetched at the start of the last read's and write's buffers.
 const IO_LINES: [usize; 2] = [2, 4];
 
+/// What a task leaves for the prefetch of its next turn.
+#[derive(Default)]
+pub struct Hints {
+    /// The buffers of its last read and write through the hooks (`IoBuf`).
+    io_bufs: [AtomicUsize; 2],
+    /// Its thread block's DTV (0: none), which every `__tls_get_addr` of
+    /// corun's thread-locals reads (its own array, one per block).
+    dtv: AtomicUsize,
+}
+
+impl Hints {
+    /// The task's thread block was made: its DTV is at `dtv`.
+    pub(super) fn set_dtv(&self, dtv: usize) {
+        self.dtv.store(dtv, Ordering::Relaxed);
+    }
+}
+
 /// Which of a task's last I/O buffers (`note_io_buffer`).
 #[derive(Clone, Copy)]
 pub enum IoBuf {
@@ -67,7 +84,7 @@ pub enum IoBuf {
 #[inline]
 pub fn note_io_buffer(which: IoBuf, buf: usize) {
     if let Some(t) = super::park::current() {
-        t.io_bufs[which as usize].store(buf, Ordering::Relaxed);
+        t.hints.io_bufs[which as usize].store(buf, Ordering::Relaxed);
     }
 }
 
@@ -138,7 +155,7 @@ impl Worker {
                 a += LINE;
             }
         }
-        for (buf, lines) in t.io_bufs.iter().zip(IO_LINES) {
+        for (buf, lines) in t.hints.io_bufs.iter().zip(IO_LINES) {
             let b = buf.load(Ordering::Relaxed) & !(LINE - 1);
             if b != 0 {
                 for i in 0..lines {
@@ -152,6 +169,42 @@ impl Worker {
             prefetch(tp);
             prefetch(tp.wrapping_add_signed(off.corun));
             prefetch(tp.wrapping_add_signed(off.errno));
+            prefetch(t.hints.dtv.load(Ordering::Relaxed));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctx::tls::thread_pointer;
+
+    /// Where `CURRENT` and errno are on the calling thread.
+    fn slots() -> (usize, usize, usize) {
+        let current = super::super::worker::CURRENT.with(|c| c as *const _ as usize);
+        // SAFETY: __errno_location has no preconditions.
+        let errno = unsafe { libc::__errno_location() } as usize;
+        (thread_pointer(), current, errno)
+    }
+
+    /// The offsets learned on one thread find another thread's own
+    /// thread-locals from its thread pointer: what the prefetch of a
+    /// coroutine's TLS lines relies on.
+    #[test]
+    fn offsets_from_one_thread_hold_on_another() {
+        let (tp, current, _) = slots();
+        let off = TlsOffsets::of_this_thread(tp, current);
+        let (otp, ocurrent, oerrno) = std::thread::spawn(slots).join().unwrap();
+        assert_ne!(otp, tp);
+        assert_eq!(otp.wrapping_add_signed(off.corun), ocurrent);
+        assert_eq!(otp.wrapping_add_signed(off.errno), oerrno);
+    }
+
+    #[test]
+    fn a_task_notes_nothing_outside_a_coroutine() {
+        // No running task: the note is dropped, and nothing faults.
+        note_io_buffer(IoBuf::Read, 0x1000);
+        prefetch(0);
+        prefetch(usize::MAX);
     }
 }

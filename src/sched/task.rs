@@ -30,6 +30,7 @@ use crate::ctx::{Coroutine, GuardedStack, Yielder};
 
 use super::debugreg::DebugRecord;
 use super::identity::Identity;
+use super::prefetch::Hints;
 use super::waitdesc::WaitDesc;
 use super::waiter::Waiter;
 
@@ -135,10 +136,9 @@ pub struct Task {
     /// Its entry in the debugger's registry, with the registers it saved
     /// at its last suspension (`debugreg.rs`).
     pub debug: DebugRecord,
-    /// The buffers of its last read and write through the hooks
-    /// (`IoBuf`): its next turn likely uses them again, so the scheduler
-    /// prefetches them before it runs (`prefetch.rs`).
-    pub(super) io_bufs: [AtomicUsize; 2],
+    /// Addresses the scheduler prefetches before it runs the task again
+    /// (`prefetch.rs`): its last I/O buffers, its DTV.
+    pub(super) hints: Hints,
 }
 
 // SAFETY: the fields that are not thread-safe (`entry`, `coro`, `yielder`,
@@ -187,7 +187,7 @@ impl Task {
             wait: WaitDesc::default(),
             ident: Identity::default(),
             debug: DebugRecord::new(id, start_addr),
-            io_bufs: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            hints: Hints::default(),
         })
     }
 
