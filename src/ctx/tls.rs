@@ -63,6 +63,8 @@ use std::sync::OnceLock;
 
 /// tcbhead_t (sysdeps/x86_64/nptl/tls.h), stable since glibc 2.x.
 const TCB: usize = 0x00;
+/// dtv_t *dtv.
+const DTV: usize = 0x08;
 const SELF: usize = 0x10;
 /// int multiple_threads, int gscope_flag.
 const MULTIPLE_THREADS: usize = 0x18;
@@ -115,6 +117,14 @@ impl ThreadBlock {
     /// The thread pointer (fs base) of this block.
     pub fn tp(&self) -> usize {
         self.tp
+    }
+
+    /// The block's DTV, as `_dl_allocate_tls` made it (ld.so may move it
+    /// later, when a module loaded since needs a longer one).
+    pub fn dtv(&self) -> usize {
+        // SAFETY: the block is live while `self` is, and its TCB header
+        // (tcbhead_t) holds the DTV pointer at `DTV`.
+        unsafe { *((self.tp + DTV) as *const usize) }
     }
 }
 

@@ -28,6 +28,7 @@ use super::{
 };
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::parking;
+use crate::sched::prefetch::{note_io_buffer, IoBuf};
 use crate::sys::{errno, real};
 
 /// A `MSG_DONTWAIT` receive into `iov` on a socket, as a system call made
@@ -179,6 +180,7 @@ pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize
     if fd_kind(fd, e) == fdtable::KIND_FILE {
         return Some(super::file::read_file(fd, iov, cnt));
     }
+    note_io_buffer(IoBuf::Read, iov_base(iov, cnt));
     let mut unsupported = false;
     let mut first = true;
     let io = nonblocking_loop(fd, e, Dir::Read, &mut Deadline::default(), |fd, e| {
@@ -202,6 +204,15 @@ pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize
         Io::Done(r) => Some(r),
         Io::Blocking => None,
     }
+}
+
+/// Address of the first buffer of an iovec array (0: none).
+fn iov_base(iov: *const iovec, cnt: c_int) -> usize {
+    if iov.is_null() || cnt <= 0 {
+        return 0;
+    }
+    // SAFETY: the caller's iovec array has at least one entry.
+    unsafe { (*iov).iov_base as usize }
 }
 
 /// Total length of an iovec array.
@@ -243,6 +254,7 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
     if fd_kind(fd, e) == fdtable::KIND_FILE {
         return Some(super::file::write_file(fd, iov, cnt));
     }
+    note_io_buffer(IoBuf::Write, iov_base(iov, cnt));
     // The unsent part of `iov`, rebuilt only when more has been sent.
     let mut tail: Vec<iovec> = Vec::new();
     let mut tail_at = 0;

@@ -167,6 +167,13 @@ impl DebugRecord {
         self.name[1].store(u64::from_le_bytes(hi.try_into().unwrap_or([0; 8])), Relaxed);
     }
 
+    /// The stack pointer saved at the last suspension (0 before the first):
+    /// where the task's stack is touched first when it resumes.
+    #[inline]
+    pub(super) fn saved_sp(&self) -> usize {
+        self.sp.load(Relaxed)
+    }
+
     /// Saves the caller's pc, sp and rbp: called by the task itself just
     /// before it suspends (inlined, so they are those of the suspending
     /// function, whose unwind table the walk starts from).

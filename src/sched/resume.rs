@@ -41,6 +41,7 @@ impl Worker {
                 match tls::ThreadBlock::new(self.tid.load(Ordering::Relaxed)) {
                     Some(b) => {
                         t.ident.tp.set(b.tp());
+                        t.hints.set_dtv(b.dtv());
                         t.ident.tls.set(Some(b));
                     }
                     None => crate::sys::raw_stderr(

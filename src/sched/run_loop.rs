@@ -40,6 +40,7 @@ impl Worker {
                 return;
             }
             if let Some(t) = self.next_task(rt) {
+                self.prefetch_next();
                 self.run_task(t);
                 if self.local.tick.get().is_multiple_of(POLL_EVERY) {
                     self.poll(rt, false);

@@ -121,6 +121,13 @@ impl<T> RunQueue<T> {
         !self.q.is_empty()
     }
 
+    /// The entry `i` places from the front of the woken ones (preempted
+    /// tasks run after them), without taking it.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&Turn<T>> {
+        self.q.get(i)
+    }
+
     /// Entries, turns and preempted tasks included.
     pub fn len(&self) -> usize {
         self.q.len() + self.preempted.len()

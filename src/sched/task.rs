@@ -30,6 +30,7 @@ use crate::ctx::{Coroutine, GuardedStack, Yielder};
 
 use super::debugreg::DebugRecord;
 use super::identity::Identity;
+use super::prefetch::Hints;
 use super::waitdesc::WaitDesc;
 use super::waiter::Waiter;
 
@@ -138,6 +139,9 @@ pub struct Task {
     /// Its entry in the debugger's registry, with the registers it saved
     /// at its last suspension (`debugreg.rs`).
     pub debug: DebugRecord,
+    /// Addresses the scheduler prefetches before it runs the task again
+    /// (`prefetch.rs`): its last I/O buffers, its DTV.
+    pub(super) hints: Hints,
 }
 
 // SAFETY: the fields that are not thread-safe (`entry`, `coro`, `yielder`,
@@ -187,6 +191,7 @@ impl Task {
             wait: WaitDesc::default(),
             ident: Identity::default(),
             debug: DebugRecord::new(id, start_addr),
+            hints: Hints::default(),
         })
     }
 

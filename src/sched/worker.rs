@@ -48,6 +48,7 @@ use crate::sys::epoll::{Epoll, EventFd};
 
 use super::fdtable;
 use super::fork_injector::ForkInjector;
+use super::prefetch::TlsOffsets;
 use super::run_queue::RunQueue;
 use super::runtime::Runtime;
 use super::task::{Task, TaskRef};
@@ -153,6 +154,9 @@ pub(super) struct Local {
     pub(super) overflow_slot: Cell<*const Cell<overflow::Running>>,
     /// Free heap blocks of the tasks' size (`sys::block_cache`).
     pub(super) blocks: BlockCache,
+    /// Where thread-locals sit relative to a thread pointer, for
+    /// prefetching a coroutine's (`prefetch.rs`).
+    pub(super) tls_offsets: Cell<TlsOffsets>,
 }
 
 // SAFETY: a worker's `Local` is only used by the thread that drives the
@@ -260,6 +264,7 @@ impl Worker {
                 stale: Cell::new(false),
                 clock: Cell::new(crate::sys::now_ns()),
                 current_slot: Cell::new(std::ptr::null()),
+                tls_offsets: Cell::new(TlsOffsets::default()),
                 watches_fds: Cell::new(false),
                 overflow_slot: Cell::new(std::ptr::null()),
                 blocks: BlockCache::new(),
@@ -294,6 +299,10 @@ impl Worker {
             .set(CURRENT.with(|c| c as *const Cell<*const Task>));
         self.local.overflow_slot.set(overflow::running_slot());
         self.local.tp.set(tls::thread_pointer());
+        self.local.tls_offsets.set(TlsOffsets::of_this_thread(
+            self.local.tp.get(),
+            self.local.current_slot.get() as usize,
+        ));
         self.tid.store(crate::sys::gettid(), Ordering::Relaxed);
         overflow::install_altstack();
     }
