@@ -16,7 +16,7 @@
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `cached.rs`   | (no symbol) open and stat answered from the kernel's dentry cache inline, for `file.rs` |
 //! | `path_memo.rs`| (no symbol) paths this thread found cached a moment ago, for `cached.rs` |
-//! | `stdio.rs`    | fgets(_unlocked), fgetc(_unlocked), getc(_unlocked), _IO_getc, getchar(_unlocked), fread(_unlocked), getline, getdelim, __getdelim, __uflow, __underflow (wait for data first); `stdio_scanf.rs`: scanf, fscanf, vscanf, vfscanf and their __isoc99_/__isoc23_ forms; `stdio_write.rs`: fwrite(_unlocked), fputs(_unlocked), puts, fputc(_unlocked), putc(_unlocked), _IO_putc, putchar(_unlocked), __overflow, fflush(_unlocked), printf, fprintf, vprintf, vfprintf, dprintf, vdprintf and their __*_chk forms (wait until the fd takes data first) |
+//! | `stdio.rs`    | fgets(_unlocked), fgetc(_unlocked), getc(_unlocked), _IO_getc, getchar(_unlocked), fread(_unlocked), getline, getdelim, __getdelim, __uflow, __underflow (wait for data first); `stdio_scanf.rs`: scanf, fscanf, vscanf, vfscanf and their __isoc99_/__isoc23_ forms; `stdio_bulk.rs`: an fwrite of a buffer's size or more, written in parked pieces under the FILE's lock; `stdio_write.rs`: fwrite(_unlocked), fputs(_unlocked), puts, fputc(_unlocked), putc(_unlocked), _IO_putc, putchar(_unlocked), __overflow, fflush(_unlocked), printf, fprintf, vprintf, vfprintf, dprintf, vdprintf and their __*_chk forms (wait until the fd takes data first) |
 //! | `clock.rs`    | clock_gettime, clock_getres (a coroutine thread's CPU clock) |
 //! | `own_fds.rs`  | opendir, fdopendir, readdir, readdir64, closedir, fstat(64), __fxstat(64) (corun's own fds out of sight) |
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
@@ -107,6 +107,7 @@ mod sock_timeout;
 pub mod socket;
 pub mod start;
 pub mod stdio;
+pub mod stdio_bulk;
 pub mod stdio_scanf;
 pub mod stdio_write;
 #[cfg(target_arch = "x86_64")]
