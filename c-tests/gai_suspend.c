@@ -15,8 +15,8 @@
  *   all done  the same request again: glibc's answer for "nothing to wait for"
  *   nulls     a list of null entries: likewise
  *   mixed     one request done, one in progress: glibc waits for the latter
- *   eintr     SIGALRM (no SA_RESTART) 50 ms in, timeout 5 s: EAI_INTR
- *   restart   SIGALRM (SA_RESTART) 50 ms in, no timeout: the wait goes on, 0
+ *   eintr     SIGALRM (no SA_RESTART) 150 ms in, timeout 5 s: EAI_INTR
+ *   restart   SIGALRM (SA_RESTART) 150 ms in, no timeout: the wait goes on, 0
  * stdout is compared natively and under corun.
  */
 #include <arpa/inet.h>
@@ -142,7 +142,7 @@ int main(void)
     show(&b);
 
     start(&c, 3);
-    alarm_in(50, 0);
+    alarm_in(150, 0);
     t0 = ticker_now();
     int rc = suspend_one(&c, 5000);
     printf("eintr: %s, handler ran %d\n", gai_name(rc), (int)alarms);
@@ -152,7 +152,7 @@ int main(void)
 
     alarms = 0;
     start(&d, 4);
-    alarm_in(50, SA_RESTART);
+    alarm_in(150, SA_RESTART);
     t0 = ticker_now();
     rc = suspend_one(&d, -1);
     printf("restart: %s, handler ran %d\n", gai_name(rc), (int)alarms);
