@@ -38,7 +38,8 @@
 //! Stdio calls corun does not hook (`ftell`, `fseek`, wide-character
 //! output...) on that FILE from that worker would still wait in the kernel.
 //!
-//! Not taken (glibc's call, as before): line-buffered streams, a FILE
+//! Not taken (glibc's call, as before): line-buffered streams, one that
+//! was read from last (its switch to writing is glibc's), a FILE
 //! without a lock (`__fsetlocking`), one whose lock this thread holds
 //! already (`flockfile`), wide-oriented streams, regular files, fds the
 //! program made non-blocking, the process's only coroutine, and
@@ -167,6 +168,11 @@ fn fwrite_large(p: *const c_void, size: size_t, n: size_t, f: *mut FILE) -> Opti
     // stale value only sends the call to glibc.
     let h = unsafe { &*head };
     if h.flags & (IO_NO_WRITES | IO_LINE_BUF) != 0 || file_lock(f).is_none() {
+        return None;
+    }
+    // A stream that was read from last (`r+` on a socket) is switched to
+    // writing by glibc, with its read buffer: left to glibc.
+    if h.flags & IO_CURRENTLY_PUTTING == 0 && !h.buf_base.is_null() {
         return None;
     }
     // glibc writes data straight to the fd (no copy into the buffer) when
