@@ -128,3 +128,29 @@ same_output_native_and_corun() {
         ok "workers=$w: $(wc -l <"$TMPD/corun.$w") lines as natively ($ms ms)"
     done
 }
+
+# slow_dns_namespace DELAY: makes the calling test script run (again) in a
+# network and mount namespace of its own, where 127.0.0.1:53 is the test's
+# DNS server (scripts/tests/data/slow_dns.py, answering after DELAY
+# seconds) and a private bind mount of /etc/resolv.conf names it; the
+# machine's own configuration is never touched. Call it first thing: the
+# script is executed anew inside (IN_TEST_NAMESPACE=1), and returns there
+# with the server ready. Without unshare or root it says SKIP and exits 0.
+slow_dns_namespace() {
+    if [ "${IN_TEST_NAMESPACE:-}" != 1 ]; then
+        command -v unshare >/dev/null 2>&1 || { echo "SKIP: $(basename "$0" .sh) needs unshare (util-linux)"; exit 0; }
+        command -v ip >/dev/null 2>&1 || { echo "SKIP: $(basename "$0" .sh) needs ip (iproute2)"; exit 0; }
+        unshare --net --mount true 2>/dev/null \
+            || { echo "SKIP: $(basename "$0" .sh) cannot make a network and mount namespace here (needs root): $(unshare --net --mount true 2>&1 | head -1)"; exit 0; }
+        rm -rf "$TMPD"
+        IN_TEST_NAMESPACE=1 exec unshare --net --mount bash "$0"
+    fi
+    ip link set lo up
+    printf 'nameserver 127.0.0.1\noptions timeout:10 attempts:1\n' >"$TMPD/resolv.conf"
+    mount --bind "$TMPD/resolv.conf" /etc/resolv.conf
+    printf 'hosts: files dns\n' >"$TMPD/nsswitch.conf"
+    mount --bind "$TMPD/nsswitch.conf" /etc/nsswitch.conf
+    python3 "$ROOT/scripts/tests/data/slow_dns.py" "$1" >"$TMPD/dns.out" 2>"$TMPD/dns.err" &
+    for _ in $(seq 1 100); do grep -q ready "$TMPD/dns.out" && break; sleep 0.05; done
+    grep -q ready "$TMPD/dns.out" || fail "the DNS server did not start: $(cat "$TMPD/dns.err")"
+}

@@ -34,9 +34,11 @@ pub struct Config {
     pub stats: bool,
     pub blocking_threads: usize,
     pub stall_ms: u64,
-    /// CORUN_STALL_MS was given: the watchdog also reports coroutines that
-    /// compute (by default only workers blocked where corun cannot see).
-    pub stall_compute: bool,
+    /// CORUN_STALL_MS was given: the watchdog prints its reports on
+    /// stderr (a worker blocked where corun cannot see, a coroutine that
+    /// computes). By default it only counts them (CORUN_STATS) and moves
+    /// never-run coroutines away: stderr stays as natively.
+    pub stall_report: bool,
     /// Threads made by pthread_create get TLS of their own (CORUN_TLS).
     pub own_tls: bool,
     /// The signal that makes the process write a dump (0: none).
@@ -106,7 +108,7 @@ impl Config {
             },
         };
         let stall_var = s("CORUN_STALL_MS")?;
-        let stall_compute = stall_var.is_some();
+        let stall_report = stall_var.is_some();
         let stall_ms = match stall_var {
             None => 100,
             Some(v) => match v.parse::<u64>() {
@@ -157,7 +159,7 @@ impl Config {
             stats,
             blocking_threads,
             stall_ms,
-            stall_compute,
+            stall_report,
         })
     }
 }

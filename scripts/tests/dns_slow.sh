@@ -7,28 +7,10 @@
 # grows; a lookup made on a worker would stop the ticker for 300 ms).
 #
 # The program and the server run in a network and mount namespace of
-# their own (unshare): 127.0.0.1:53 there is the test server's, and a
-# private bind mount of /etc/resolv.conf names it; the machine's own
-# configuration is never touched. Without unshare or root, the test says
-# SKIP and why.
+# their own (lib.sh's slow_dns_namespace); without unshare or root, the
+# test says SKIP and why.
 source "$(dirname "$0")/../lib.sh"
-if [ "${1:-}" != inside ]; then
-    command -v unshare >/dev/null 2>&1 || { echo "SKIP: dns_slow needs unshare (util-linux)"; exit 0; }
-    command -v ip >/dev/null 2>&1 || { echo "SKIP: dns_slow needs ip (iproute2)"; exit 0; }
-    unshare --net --mount true 2>/dev/null \
-        || { echo "SKIP: dns_slow cannot make a network and mount namespace here (needs root): $(unshare --net --mount true 2>&1 | head -1)"; exit 0; }
-    rm -rf "$TMPD"
-    exec unshare --net --mount bash "$0" inside
-fi
-# In the namespaces: loopback up, our resolv.conf, the slow server.
-ip link set lo up
-printf 'nameserver 127.0.0.1\noptions timeout:10 attempts:1\n' >"$TMPD/resolv.conf"
-mount --bind "$TMPD/resolv.conf" /etc/resolv.conf
-printf 'hosts: files dns\n' >"$TMPD/nsswitch.conf"
-mount --bind "$TMPD/nsswitch.conf" /etc/nsswitch.conf
-python3 "$ROOT/scripts/tests/data/slow_dns.py" 0.3 >"$TMPD/dns.out" 2>"$TMPD/dns.err" &
-for _ in $(seq 1 100); do grep -q ready "$TMPD/dns.out" && break; sleep 0.05; done
-grep -q ready "$TMPD/dns.out" || fail "the DNS server did not start: $(cat "$TMPD/dns.err")"
+slow_dns_namespace 0.3
 
 # Each run: every lookup right (stdout as natively), worst gap under 50 ms.
 # A loaded machine may stall the ticker once: a lookup that blocks a

@@ -21,7 +21,7 @@ for w in 1 default; do
     fdread=$(stat "parks on fd read" "$TMPD/err.$w")
     timer=$(stat "parks on timer" "$TMPD/err.$w")
     parks=$(stat "parks" "$TMPD/err.$w")
-    stalls=$(stat "stalls reported" "$TMPD/err.$w")
+    stalls=$(stat "stalls" "$TMPD/err.$w")
     # Every thread was made by main (not main itself); all 100 and main were
     # alive at once (each waits for main's byte); each thread ran at least
     # twice (before and after its read parked); each read parked once.

@@ -10,8 +10,8 @@ source "$(dirname "$0")/../lib.sh"
 # With preemption on, a coroutine that computes no longer holds its worker
 # (the switch count moves): these reports are the cooperative scheduler's.
 export CORUN_PREEMPT_MS=0
-# A coroutine that computes is reported when CORUN_STALL_MS is set; by
-# default only a worker asleep in the kernel (a wait corun did not see).
+# The watchdog prints only when CORUN_STALL_MS is set (then also a
+# coroutine that computes); by default stderr stays the native one.
 CORUN_STALL_MS=100 CORUN_WORKERS=2 corun "$BIN/co_multicore" stall 500 >"$TMPD/out" 2>"$TMPD/err" || fail "stall run failed: $(cat "$TMPD/out" "$TMPD/err")"
 cat "$TMPD/out" "$TMPD/err"
 n=$(grep -c "corun: worker .* stalled for .* in coroutine .* (started at spin_forever)" "$TMPD/err" || true)
@@ -53,10 +53,19 @@ runs() {
         ok "$name (workers=$w): $(cat "$out.err" | head -1)"
     done
 }
-# A raw nanosleep of 500 ms blocks the worker where corun cannot see:
-# reported with the default threshold, naming block_for.
-(unset CORUN_STALL_MS; runs cxx_block "in coroutine [0-9]* (started at std::thread running block_for(long)); other" "$BIN/watchdog_names" block 500)
+# A raw nanosleep of 500 ms blocks the worker where corun cannot see. By
+# default the watchdog prints nothing (stderr stays the native one, empty
+# here; main's library printed a stall line) but still sees the stall
+# (CORUN_STATS counts it); with CORUN_STALL_MS set it names block_for.
+(unset CORUN_STALL_MS; runs cxx_block_quiet "" "$BIN/watchdog_names" block 500)
+timeout 60 env -u CORUN_STALL_MS CORUN_STATS=1 CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/watchdog_names" block 500 \
+    >/dev/null 2>"$TMPD/block_stats.err" || fail "block with CORUN_STATS=1: $(cat "$TMPD/block_stats.err")"
+grep -q stalled "$TMPD/block_stats.err" && fail "the watchdog printed a stall without CORUN_STALL_MS: $(cat "$TMPD/block_stats.err")"
+stalls=$(sed -n 's/^  stalls: \([0-9]*\)$/\1/p' "$TMPD/block_stats.err")
+[ "${stalls:-0}" -ge 1 ] || fail "the blocked worker was not counted as a stall by default: $(cat "$TMPD/block_stats.err")"
+ok "by default a blocked worker is counted ($stalls stall) and not printed"
 export CORUN_STALL_MS=100
+runs cxx_block "in coroutine [0-9]* (started at std::thread running block_for(long)); other" "$BIN/watchdog_names" block 500
 runs cxx_lambda "in coroutine [0-9]* (started at std::thread running main::{lambda()#1}); other" "$BIN/watchdog_names" lambda 500
 runs cxx_fnptr "in coroutine [0-9]* (started at std::thread running spin_for(long)); other" "$BIN/watchdog_names" fnptr 500
 # Quiet cases: a 250 ms threshold, so that a loaded machine descheduling a

@@ -33,7 +33,7 @@ use std::ffi::{c_int, c_void};
 use libc::{sigevent, timespec};
 
 use crate::sched::signals::Interruptible;
-use crate::sched::{current, park_cancelable, parking};
+use crate::sched::{current, park, park_cancelable, parking};
 use crate::sys::{now_ns, set_errno, timespec_ns};
 
 mod real {
@@ -53,7 +53,7 @@ const FIRST_NAP: u64 = 20_000;
 const LONGEST_NAP: u64 = 1_000_000;
 
 /// How a wait for requests ended.
-enum Waited {
+pub(crate) enum Waited {
     Done,
     TimedOut,
     Interrupted,
@@ -61,8 +61,14 @@ enum Waited {
 
 /// Waits, parked, until `done()` says so, `deadline` (monotonic ns)
 /// passes, or a handler runs (one with SA_RESTART lets the wait go on
-/// when `restartable`).
-fn wait_parked(mut done: impl FnMut() -> bool, deadline: Option<u64>, restartable: bool) -> Waited {
+/// when `restartable`). A `cancelable` wait is a cancellation point
+/// (`aio_suspend`); `gai.rs`'s is not (glibc defers cancellation there).
+pub(crate) fn wait_parked(
+    mut done: impl FnMut() -> bool,
+    deadline: Option<u64>,
+    restartable: bool,
+    cancelable: bool,
+) -> Waited {
     let mut intr = Interruptible::begin();
     let mut nap = FIRST_NAP;
     loop {
@@ -84,9 +90,13 @@ fn wait_parked(mut done: impl FnMut() -> bool, deadline: Option<u64>, restartabl
             until = until.min(d);
         }
         crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Timer, until);
-        park_cancelable(|_| true, Some(until));
-        if let Some(t) = current() {
-            crate::sched::identity::cancel_point(&t.ident);
+        if cancelable {
+            park_cancelable(|_| true, Some(until));
+            if let Some(t) = current() {
+                crate::sched::identity::cancel_point(&t.ident);
+            }
+        } else {
+            park(|_| true, Some(until));
         }
         nap = (nap * 2).min(LONGEST_NAP);
     }
@@ -130,7 +140,7 @@ pub unsafe extern "C" fn aio_suspend(
         }
         !listed
     };
-    match wait_parked(any_done, deadline, timeout.is_null()) {
+    match wait_parked(any_done, deadline, timeout.is_null(), true) {
         Waited::Done => 0,
         Waited::TimedOut => {
             set_errno(libc::EAGAIN);
@@ -182,7 +192,7 @@ pub unsafe extern "C" fn lio_listio(
     };
     // SAFETY: listed requests of the caller's.
     let all_done = || requests().all(|cb| !unsafe { in_progress(cb) });
-    match wait_parked(all_done, None, true) {
+    match wait_parked(all_done, None, true, true) {
         Waited::Interrupted => {
             set_errno(libc::EINTR);
             -1

@@ -16,7 +16,7 @@
 //! | `file.rs`     | open(64), openat(64), creat, fsync, fdatasync, stat(64), lstat(64), fstatat(64), statx (blocking pool) |
 //! | `cached.rs`   | (no symbol) open and stat answered from the kernel's dentry cache inline, for `file.rs` |
 //! | `path_memo.rs`| (no symbol) paths this thread found cached a moment ago, for `cached.rs` |
-//! | `stdio.rs`    | fgets(_unlocked), fgetc(_unlocked), getc(_unlocked), _IO_getc, getchar(_unlocked), fread(_unlocked), getline, getdelim, __getdelim, __uflow, __underflow (wait for data first); `stdio_scanf.rs`: scanf, fscanf, vscanf, vfscanf and their __isoc99_/__isoc23_ forms; `stdio_write.rs`: fwrite(_unlocked), fputs(_unlocked), puts, fputc(_unlocked), putc(_unlocked), _IO_putc, putchar(_unlocked), __overflow, fflush(_unlocked), printf, fprintf, vprintf, vfprintf, dprintf, vdprintf and their __*_chk forms (wait until the fd takes data first) |
+//! | `stdio.rs`    | fgets(_unlocked), fgetc(_unlocked), getc(_unlocked), _IO_getc, getchar(_unlocked), fread(_unlocked), getline, getdelim, __getdelim, __uflow, __underflow (wait for data first); `stdio_scanf.rs`: scanf, fscanf, vscanf, vfscanf and their __isoc99_/__isoc23_ forms; `stdio_bulk.rs`: an fwrite of a buffer's size or more, written in parked pieces under the FILE's lock; `stdio_write.rs`: fwrite(_unlocked), fputs(_unlocked), puts, fputc(_unlocked), putc(_unlocked), _IO_putc, putchar(_unlocked), __overflow, fflush(_unlocked), printf, fprintf, vprintf, vfprintf, dprintf, vdprintf and their __*_chk forms (wait until the fd takes data first) |
 //! | `clock.rs`    | clock_gettime, clock_getres (a coroutine thread's CPU clock) |
 //! | `own_fds.rs`  | opendir, fdopendir, readdir, readdir64, closedir, fstat(64), __fxstat(64) (corun's own fds out of sight) |
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
@@ -34,6 +34,7 @@
 //! | `io_uring.rs` | __io_uring_get_cqe, io_uring_wait_cqes, io_uring_submit_and_wait(_timeout), io_uring_queue_init_params, io_uring_queue_exit (liburing) |
 //! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_fork, SYS_clone(3), SYS_seccomp: `process.rs`; SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo: `pthread/tid.rs`; SYS_close, SYS_dup2, SYS_dup3, SYS_close_range: `fdctl.rs`; SYS_io_getevents, SYS_io_pgetevents: the blocking pool) |
 //! | `aio.rs`      | aio_suspend(64), lio_listio(64) with LIO_WAIT (wait parked for glibc's AIO helper threads) |
+//! | `gai.rs`      | gai_suspend (wait parked for getaddrinfo_a's helper threads) |
 //! | `c11threads.rs`| thrd_create, thrd_join, thrd_exit, thrd_detach, thrd_current, thrd_equal, thrd_sleep, thrd_yield, mtx_lock, mtx_timedlock, mtx_trylock, mtx_unlock, cnd_wait, cnd_timedwait, cnd_signal, cnd_broadcast, call_once, tss_create, tss_get, tss_set, tss_delete (on the pthread hooks) |
 //! | `pthread/`    | pthread_* taking a pthread_t (create, join, keys, names, kill...); `tid.rs`: gettid, tgkill, sched_[gs]etaffinity, sched_[gs]etscheduler, sched_[gs]etparam, [gs]etpriority |
 //!
@@ -82,6 +83,7 @@ mod epoll_solo;
 pub mod fdctl;
 pub mod file;
 pub mod filelock;
+pub mod gai;
 pub mod io_uring;
 pub mod ipc;
 pub mod open;
@@ -105,6 +107,7 @@ mod sock_timeout;
 pub mod socket;
 pub mod start;
 pub mod stdio;
+pub mod stdio_bulk;
 pub mod stdio_scanf;
 pub mod stdio_write;
 #[cfg(target_arch = "x86_64")]

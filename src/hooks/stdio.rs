@@ -90,10 +90,10 @@ const LOCK_OFFSET: usize = 136;
 /// glibc's `_IO_lock_t`: a lowlevellock, a recursion count, the owner's
 /// thread pointer.
 #[repr(C)]
-struct FileLock {
+pub(super) struct FileLock {
     lock: c_int,
-    cnt: c_int,
-    owner: *mut libc::c_void,
+    pub(super) cnt: c_int,
+    pub(super) owner: *mut libc::c_void,
 }
 
 /// Whether the calling thread holds `f`'s lock already (`flockfile`, or
@@ -103,17 +103,23 @@ struct FileLock {
 /// this thread needs to resume: both would wait for ever. It waits inside
 /// glibc instead, as before (its worker with it, until the fd is ready).
 pub(super) fn lock_held_here(f: *mut FILE) -> bool {
+    let Some(lock) = file_lock(f) else {
+        return false;
+    };
+    // SAFETY: the lock glibc made with the FILE.
+    unsafe { (*lock).cnt > 0 && (*lock).owner as usize == crate::ctx::tls::thread_pointer() }
+}
+
+/// `f`'s lock, None for a FILE without one (`__fsetlocking`).
+pub(super) fn file_lock(f: *mut FILE) -> Option<*const FileLock> {
     // SAFETY: a FILE the caller passed, read as glibc's layout: the flags,
     // then the lock pointer glibc set when it made the FILE.
     unsafe {
         if (*(f as *const c_int)) & IO_USER_LOCK != 0 {
-            return false;
+            return None;
         }
         let lock = *((f as *const u8).add(LOCK_OFFSET) as *const *const FileLock);
-        if lock.is_null() {
-            return false;
-        }
-        (*lock).cnt > 0 && (*lock).owner as usize == crate::ctx::tls::thread_pointer()
+        (!lock.is_null()).then_some(lock)
     }
 }
 
@@ -131,6 +137,8 @@ pub(super) fn wait_input_beyond(f: *mut FILE, blanks_are_empty: bool) -> bool {
     if f.is_null() {
         return true;
     }
+    // Another thread may hold the FILE's lock parked (`stdio_bulk.rs`).
+    super::stdio_bulk::wait_lock_free(f);
     let head = f as *mut FileHead;
     // SAFETY: a FILE the caller passed (its contract), read as glibc's
     // public layout; only our own thread reads its buffer pointers here.

@@ -28,11 +28,11 @@
 //! FILE's error flag, errno EINTR, the call's error value, the bytes
 //! pending in the buffer dropped.
 //!
-//! Not covered: data larger than what the reader leaves room for
-//! (`fwrite` of 1 MiB on a full pipe: glibc writes it in one call that
-//! waits inside, with its worker, for the reader to take most of it;
-//! splitting the call would let other threads' output on the same FILE
-//! in between, which natively cannot happen), another thread filling the
+//! An `fwrite` of a buffer's size or more (1 MiB on a full pipe) is
+//! written by `stdio_bulk.rs`, in parked pieces under the FILE's lock.
+//! Not covered: other calls with data larger than what the reader leaves
+//! room for (an `fputs` or `printf` of 1 MiB waits inside glibc, with its
+//! worker, for the reader to take most of it), another thread filling the
 //! pipe between the wait and glibc's write, and wide-character output.
 //! The FILE's lock is not held during the wait (it is taken by glibc's
 //! call, after). A thread that holds it already (`flockfile`) does not
@@ -138,6 +138,7 @@ fn span(from: *mut c_char, to: *mut c_char) -> usize {
 }
 
 /// Whether the call will make glibc write to the fd (see the top).
+#[inline(always)]
 fn will_write(h: &FileHead, out: Out) -> bool {
     if h.flags & IO_NO_WRITES != 0 {
         return false; // it fails without writing
@@ -222,6 +223,8 @@ fn wait_output(f: *mut FILE, out: Out) -> bool {
     if f.is_null() {
         return true;
     }
+    // Another thread may hold the FILE's lock parked (`stdio_bulk.rs`).
+    super::stdio_bulk::wait_lock_free(f);
     let head = f as *mut FileHead;
     // SAFETY: a FILE the caller passed (its contract), read as glibc's
     // public layout; a stale value only makes a needless or missed wait.
@@ -229,6 +232,23 @@ fn wait_output(f: *mut FILE, out: Out) -> bool {
     if !will_write(unsafe { &*head }, out) || !parking() || super::stdio::lock_held_here(f) {
         return true;
     }
+    wait_room(f)
+}
+
+/// Before `fflush_unlocked(f)` by a thread that holds `f`'s lock and may
+/// park with it (`stdio_bulk.rs`): as `wait_output(f, Out::Flush)`.
+pub(super) fn wait_flush_room(f: *mut FILE) -> bool {
+    // SAFETY: a FILE the caller locked, read as glibc's public layout.
+    if !will_write(unsafe { &*(f as *mut FileHead) }, Out::Flush) {
+        return true;
+    }
+    wait_room(f)
+}
+
+/// Waits until `f`'s fd takes data; false: interrupted (see wait_output).
+#[inline(never)]
+fn wait_room(f: *mut FILE) -> bool {
+    let head = f as *mut FileHead;
     // SAFETY: as above.
     if wait_writable(unsafe { libc::fileno(f) }) {
         return true;
@@ -276,8 +296,20 @@ macro_rules! output_hook {
     };
 }
 
-output_hook!(fwrite(p: *const c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t,
-    f, Out::Bytes(bytes(p, size.saturating_mul(n)), false), 0);
+/// `fwrite`: data of a buffer's size or more is written by corun, in
+/// parked pieces under the FILE's lock (`stdio_bulk.rs`); the rest as the
+/// other output calls.
+#[no_mangle]
+pub unsafe extern "C" fn fwrite(p: *const c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t {
+    if let Some(r) = super::stdio_bulk::fwrite(p, size, n, f) {
+        return r;
+    }
+    if !wait_output(f, Out::Bytes(bytes(p, size.saturating_mul(n)), false)) {
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { real::fwrite(p, size, n, f) }
+}
 output_hook!(fwrite_unlocked(p: *const c_void, size: size_t, n: size_t, f: *mut FILE) -> size_t,
     f, Out::Bytes(bytes(p, size.saturating_mul(n)), false), 0);
 output_hook!(fputs(s: *const c_char, f: *mut FILE) -> c_int, f, Out::Bytes(cstr(s), false), libc::EOF);

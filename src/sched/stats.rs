@@ -20,7 +20,7 @@
 //!
 //! Context switches are the workers' resume counts (`Worker::switches`);
 //! blocking-pool hand-offs are the pool's job count (`blocking::jobs`);
-//! stalls are the watchdog's reports (`stalled`); preemptions and the
+//! stalls are what the watchdog saw (`stalled`); preemptions and the
 //! requests sent for them are `preempt.rs`'s.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -108,7 +108,7 @@ pub fn yielded() {
     }
 }
 
-/// The watchdog reported a stall.
+/// The watchdog saw a stall (printed on stderr only with CORUN_STALL_MS).
 pub fn stalled() {
     STALLS.fetch_add(1, Relaxed);
 }
@@ -190,7 +190,7 @@ pub fn report() -> String {
         "path calls answered from the kernel's caches",
         super::blocking::inline_answers().to_string(),
     );
-    line("stalls reported", t.stalls.to_string());
+    line("stalls", t.stalls.to_string());
     let (sent, preempted) = super::preempt::counts();
     line(
         "preemptions",

@@ -9,14 +9,19 @@
 //! Cooperative scheduling has one failure mode threads do not: a coroutine
 //! that computes for a long time, or blocks in something corun cannot see
 //! (an unhooked syscall, stdio on a socket, a disk read made inline), holds
-//! its whole worker, and every other coroutine there waits. By default only
-//! the second is reported (the worker's thread sleeps in the kernel,
-//! `blocked_in_kernel`): that one is corun's to fix. A coroutine that
-//! computes is reported too when CORUN_STALL_MS is set. The worker
+//! its whole worker, and every other coroutine there waits. The worker
 //! publishes which task it runs and since when (`running_id`,
 //! `running_since`, written around each resume); this thread samples them
-//! every quarter of `CORUN_STALL_MS` and, when one task has held a worker
-//! longer than that, prints once per stall:
+//! every quarter of `CORUN_STALL_MS` (100 ms by default).
+//!
+//! What it says depends on whether the user asked. By default it prints
+//! nothing: a program's stderr under corun must be its stderr natively (a
+//! line there is a difference a test suite or a log reader sees, and
+//! Erlang's schedulers or a Debian server made it now and then). It then
+//! only counts the second kind of stall (the worker's thread sleeps in the
+//! kernel, `blocked_in_kernel`: corun's to fix) for `CORUN_STATS`. When
+//! `CORUN_STALL_MS` is set, it prints, once per stall, both kinds (a
+//! coroutine that computes too):
 //!
 //! ```text
 //! corun: worker 1 stalled for 512 ms in coroutine 7 (started at spin_forever); other coroutines there wait
@@ -199,11 +204,14 @@ fn run(rt: &'static Runtime) {
             if held >= stall_ns
                 && reported[i] != (id, act)
                 && (blocked_in_kernel(w)
-                    || (rt.config.stall_compute
+                    || (rt.config.stall_report
                         && computed_for(w, active_cpu[i]) + period >= stall_ns))
             {
                 reported[i] = (id, act);
-                report(w, id, held);
+                super::stats::stalled();
+                if rt.config.stall_report {
+                    report(w, id, held);
+                }
             }
             hand_off(rt, w);
         }
@@ -214,9 +222,9 @@ fn run(rt: &'static Runtime) {
 /// /proc/self/task/TID/stat) rather than runs or waits for a CPU (R): a
 /// wait corun did not see (an unhooked call, an inline disk read), the
 /// stall corun is to blame for. A coroutine that computes holds its worker
-/// as its thread would hold a CPU natively: reported only when the user
-/// set CORUN_STALL_MS (compilers, JIT threads and compressors all compute
-/// for 100 ms at a time; their stderr stays as natively).
+/// as its thread would hold a CPU natively: counted and reported only when
+/// the user set CORUN_STALL_MS (compilers, JIT threads and compressors all
+/// compute for 100 ms at a time).
 fn blocked_in_kernel(w: &Worker) -> bool {
     let tid = w.tid.load(Ordering::Relaxed);
     if tid <= 0 {
@@ -257,7 +265,6 @@ fn computed_for(w: &Worker, since_cpu: u64) -> u64 {
 }
 
 fn report(w: &Worker, id: u64, held_ns: u64) {
-    super::stats::stalled();
     let addr = w.running_start_addr.load(Ordering::Relaxed);
     let arg = super::sigdispatch::find_id(id).map_or(0, |t| t.start_arg.load(Ordering::Relaxed));
     let func = super::startname::start_name(addr, arg);

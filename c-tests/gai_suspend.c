@@ -1,0 +1,164 @@
+/* gai_suspend - waits for getaddrinfo_a requests (scripts/tests/gai_suspend.sh).
+ *
+ * The test's DNS server (scripts/tests/data/slow_dns.py) answers
+ * host-N.corun.test with 10.11.N/256.N%256 after 300 ms. main queues
+ * lookups with getaddrinfo_a(GAI_NOWAIT) and waits for them with
+ * gai_suspend while a ticker thread sleeps 2 ms at a time (ticker.h):
+ * natively the kernel runs the ticker during each wait; under corun with
+ * one worker it runs only if the wait parks main (glibc's own wait is an
+ * inline futex call that held the worker).
+ *
+ * Cases, each printing gai_suspend's result by name:
+ *   timeout   a 50 ms timeout passes first: glibc's EAI_AGAIN (EAI_SYSTEM
+ *             in glibc 2.36)
+ *   done      no timeout: 0 once the lookup is answered, its address
+ *   all done  the same request again: glibc's answer for "nothing to wait for"
+ *   nulls     a list of null entries: likewise
+ *   mixed     one request done, one in progress: glibc waits for the latter
+ *   eintr     SIGALRM (no SA_RESTART) 150 ms in, timeout 5 s: EAI_INTR
+ *   restart   SIGALRM (SA_RESTART) 150 ms in, no timeout: the wait goes on, 0
+ * stdout is compared natively and under corun.
+ */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "ticker.h"
+
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    alarms++;
+}
+
+static const char *gai_name(int rc)
+{
+    switch (rc) {
+    case 0: return "0";
+    case EAI_AGAIN: return "EAI_AGAIN";
+    case EAI_INTR: return "EAI_INTR";
+    case EAI_ALLDONE: return "EAI_ALLDONE";
+    case EAI_INPROGRESS: return "EAI_INPROGRESS";
+    case EAI_SYSTEM: return "EAI_SYSTEM";
+    default: return "other";
+    }
+}
+
+struct lookup {
+    char name[64];
+    struct addrinfo hints;
+    struct gaicb cb;
+};
+
+static void start(struct lookup *l, int n)
+{
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "host-%d.corun.test", n);
+    l->hints.ai_family = AF_INET;
+    l->hints.ai_socktype = SOCK_STREAM;
+    l->cb.ar_name = l->name;
+    l->cb.ar_request = &l->hints;
+    struct gaicb *list[1] = {&l->cb};
+    int rc = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
+    if (rc != 0) {
+        printf("getaddrinfo_a(%s): %s\n", l->name, gai_strerror(rc));
+        exit(1);
+    }
+}
+
+/* "NAME -> ADDRESS" once the request is done, its state otherwise. */
+static void show(const struct lookup *l)
+{
+    int rc = gai_error((struct gaicb *)&l->cb);
+    char addr[INET_ADDRSTRLEN] = "-";
+    if (rc == 0 && l->cb.ar_result && l->cb.ar_result->ai_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)l->cb.ar_result->ai_addr)->sin_addr, addr, sizeof addr);
+    printf("  %s: %s %s\n", l->name, gai_name(rc), addr);
+}
+
+static int suspend_one(const struct lookup *l, long timeout_ms)
+{
+    const struct gaicb *list[1] = {&l->cb};
+    struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+    return gai_suspend(list, 1, timeout_ms < 0 ? NULL : &ts);
+}
+
+/* Waits for `l` without a timeout (not part of a case's check). */
+static void finish(const struct lookup *l)
+{
+    for (int i = 0; i < 100 && gai_error((struct gaicb *)&l->cb) == EAI_INPROGRESS; i++)
+        suspend_one(l, -1);
+}
+
+static void alarm_in(long ms, int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = flags;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 0}, {0, ms * 1000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* SIGALRM goes to main: the ticker (made now) blocks it. */
+    sigset_t alrm, old;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alrm, &old);
+    ticker_start(2000, 20000);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    struct lookup a, b, c, d;
+    start(&a, 1);
+    long t0 = ticker_now();
+    printf("timeout: %s\n", gai_name(suspend_one(&a, 50)));
+    ticker_report("timeout", t0, 3);
+
+    t0 = ticker_now();
+    printf("done: %s\n", gai_name(suspend_one(&a, -1)));
+    ticker_report("done", t0, 3);
+    show(&a);
+
+    printf("all done: %s\n", gai_name(suspend_one(&a, 1000)));
+    const struct gaicb *nulls[2] = {NULL, NULL};
+    printf("nulls: %s\n", gai_name(gai_suspend(nulls, 2, NULL)));
+
+    start(&b, 2);
+    const struct gaicb *mixed[2] = {&a.cb, &b.cb};
+    t0 = ticker_now();
+    printf("mixed: %s\n", gai_name(gai_suspend(mixed, 2, NULL)));
+    ticker_report("mixed", t0, 3);
+    show(&b);
+
+    start(&c, 3);
+    alarm_in(150, 0);
+    t0 = ticker_now();
+    int rc = suspend_one(&c, 5000);
+    printf("eintr: %s, handler ran %d\n", gai_name(rc), (int)alarms);
+    ticker_report("eintr", t0, 3);
+    finish(&c);
+    show(&c);
+
+    alarms = 0;
+    start(&d, 4);
+    alarm_in(150, SA_RESTART);
+    t0 = ticker_now();
+    rc = suspend_one(&d, -1);
+    printf("restart: %s, handler ran %d\n", gai_name(rc), (int)alarms);
+    ticker_report("restart", t0, 3);
+    show(&d);
+
+    ticker_stop();
+    return 0;
+}
