@@ -53,6 +53,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use libc::{size_t, FILE};
 
 use super::stdio::{file_lock, lock_held_here};
+// glibc's FILE head and flags, as `stdio_write.rs` reads them.
+use super::stdio_write::{
+    FileHead, FIRST_BUFFER, IO_CURRENTLY_PUTTING, IO_ERR_SEEN, IO_LINE_BUF, IO_NO_WRITES,
+    IO_UNBUFFERED,
+};
 use super::{fd_kind, user_nonblocking};
 use crate::sched::fdtable::{self, KIND_FILE};
 use crate::sched::{park, parking};
@@ -73,29 +78,6 @@ static HELD_ACROSS_PARKS: AtomicUsize = AtomicUsize::new(0);
 /// First and longest nap while another thread holds a FILE's lock (ns).
 const FIRST_NAP: u64 = 20_000;
 const LONGEST_NAP: u64 = 1_000_000;
-
-/// The head of glibc's `struct _IO_FILE` (bits/types/struct_FILE.h).
-#[repr(C)]
-struct FileHead {
-    flags: c_int,
-    read_ptr: *mut c_char,
-    read_end: *mut c_char,
-    read_base: *mut c_char,
-    write_base: *mut c_char,
-    write_ptr: *mut c_char,
-    write_end: *mut c_char,
-    buf_base: *mut c_char,
-    buf_end: *mut c_char,
-}
-
-const IO_UNBUFFERED: c_int = 0x0002;
-const IO_NO_WRITES: c_int = 0x0008;
-const IO_ERR_SEEN: c_int = 0x0020;
-const IO_LINE_BUF: c_int = 0x0200;
-const IO_CURRENTLY_PUTTING: c_int = 0x0800;
-
-/// The buffer glibc gives a pipe or socket stream at its first write.
-const FIRST_BUFFER: usize = 4096;
 
 /// Before a stdio call on `f` that glibc makes under the FILE's lock:
 /// waits, parked, while another thread holds it (one that may be parked

@@ -88,29 +88,30 @@ fn stdout_file() -> *mut FILE {
     unsafe { stdout }
 }
 
-/// The head of glibc's `struct _IO_FILE` (bits/types/struct_FILE.h).
+/// The head of glibc's `struct _IO_FILE` (bits/types/struct_FILE.h);
+/// `stdio_bulk.rs` reads it too.
 #[repr(C)]
-struct FileHead {
-    flags: c_int,
-    read_ptr: *mut c_char,
-    read_end: *mut c_char,
-    read_base: *mut c_char,
-    write_base: *mut c_char,
-    write_ptr: *mut c_char,
-    write_end: *mut c_char,
-    buf_base: *mut c_char,
-    buf_end: *mut c_char,
+pub(super) struct FileHead {
+    pub(super) flags: c_int,
+    pub(super) read_ptr: *mut c_char,
+    pub(super) read_end: *mut c_char,
+    pub(super) read_base: *mut c_char,
+    pub(super) write_base: *mut c_char,
+    pub(super) write_ptr: *mut c_char,
+    pub(super) write_end: *mut c_char,
+    pub(super) buf_base: *mut c_char,
+    pub(super) buf_end: *mut c_char,
 }
 
-const IO_UNBUFFERED: c_int = 0x0002;
-const IO_NO_WRITES: c_int = 0x0008;
-const IO_ERR_SEEN: c_int = 0x0020;
-const IO_LINE_BUF: c_int = 0x0200;
-const IO_CURRENTLY_PUTTING: c_int = 0x0800;
+pub(super) const IO_UNBUFFERED: c_int = 0x0002;
+pub(super) const IO_NO_WRITES: c_int = 0x0008;
+pub(super) const IO_ERR_SEEN: c_int = 0x0020;
+pub(super) const IO_LINE_BUF: c_int = 0x0200;
+pub(super) const IO_CURRENTLY_PUTTING: c_int = 0x0800;
 
 /// The smallest buffer glibc gives a pipe or socket stream (its
 /// `st_blksize`, a page), for a stream whose buffer is not made yet.
-const FIRST_BUFFER: usize = 4096;
+pub(super) const FIRST_BUFFER: usize = 4096;
 
 /// Room left below which a `printf` of unknown length counts as writing.
 const PRINTF_ROOM: usize = 256;
