@@ -190,7 +190,11 @@ fn run(rt: &'static Runtime) {
             }
             if id == 0 || (active[i].0, active[i].1) != (id, act) {
                 active[i] = (id, act, since());
-                active_cpu[i] = worker_cpu_ns(w).unwrap_or(0);
+                // Only a report of a computing coroutine reads it: no
+                // system call per worker and period otherwise.
+                if rt.config.stall_report {
+                    active_cpu[i] = worker_cpu_ns(w).unwrap_or(0);
+                }
             }
             if id == 0 || now.saturating_sub(seen[i].2) < stall_ns {
                 continue;

@@ -83,7 +83,8 @@ pub(super) fn futex(c: Call) -> Option<c_long> {
     }
 }
 
-/// A deadline of 0 on the monotonic clock: passed, for the attempts.
+/// A deadline of 0 on the monotonic clock: passed, for `futex_waitv`'s
+/// attempt (`waitv.rs`; it still arms a kernel timer, see there).
 pub(super) const PAST: libc::timespec = libc::timespec {
     tv_sec: 0,
     tv_nsec: 0,

@@ -6,6 +6,11 @@
 //! monotonic or realtime clock, or, when a word is shared, the next look
 //! at the words (as in `super::wait`). Returns the index of the word woken,
 //! as the kernel does.
+//!
+//! That attempt arms a kernel timer and leaves the thread off its CPU
+//! until it fires, as FUTEX_WAIT's did before `futex.rs` checked with a
+//! FUTEX_CMP_REQUEUE of nobody; without it the waiters array would have
+//! to be validated by hand. Left so: futex_waitv is rare (Wine).
 
 use std::ffi::{c_long, c_uint};
 use std::sync::atomic::{AtomicU32, Ordering};
