@@ -13,6 +13,8 @@
  *
  * The response bytes are fixed (no Date header) so that a client can check
  * every byte. The body is BODY_BYTES bytes of http_body_byte(i).
+ *
+ * It compiles as C++ too (the casts from void *), for bench/libco's server.
  */
 #ifndef HTTP_COMMON_H
 #define HTTP_COMMON_H
@@ -61,7 +63,7 @@ static void http_init(size_t body_len)
                              "Content-Length: %zu\r\n%s\r\n",
                              body_len, http_conn_hdr[m]);
             size_t len = (size_t)n + (head ? 0 : body_len);
-            char *p = malloc(len);
+            char *p = (char *)malloc(len);
             if (!p) {
                 perror("malloc");
                 exit(1);
@@ -147,7 +149,7 @@ static size_t http_consume(struct http_conn *c, const char *in, size_t n, struct
         }
         const char *p = in + used;
         size_t avail = n - used;
-        const char *end = memmem(p, avail, "\r\n\r\n", 4);
+        const char *end = (const char *)memmem(p, avail, "\r\n\r\n", 4);
         if (!end) {
             /* Incomplete. If the whole buffer is one unfinished header
              * block, it can never complete: 431. */
@@ -165,7 +167,7 @@ static size_t http_consume(struct http_conn *c, const char *in, size_t n, struct
             break; /* flush first */
 
         /* Request line: METHOD SP TARGET SP HTTP/1.x CRLF */
-        const char *eol = memchr(p, '\r', hlen);
+        const char *eol = (const char *)memchr(p, '\r', hlen);
         const char *q = p;
         while (q < eol && http_tchar(*q))
             q++;
@@ -185,7 +187,7 @@ static size_t http_consume(struct http_conn *c, const char *in, size_t n, struct
         size_t clen = 0;
         const char *line = eol + 2;
         while (!bad && line < p + hlen - 2) {
-            const char *le = memmem(line, (size_t)(p + hlen - line), "\r\n", 2);
+            const char *le = (const char *)memmem(line, (size_t)(p + hlen - line), "\r\n", 2);
             const char *colon = line;
             while (colon < le && http_tchar(*colon))
                 colon++;

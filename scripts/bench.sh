@@ -23,7 +23,10 @@
 # net.Conn server with a goroutine per connection, c-tests/go/http_server.go,
 # and c-tests/go/micro.go) with Debian's golang-go, and may, the Rust
 # stackful-coroutine runtime under may_minihttp (bench/may_http, built with
-# cargo into target/may-http). Both servers send threaded_http's exact bytes.
+# cargo into target/may-http), and libco, Tencent's C++ stackful-coroutine
+# library with its system-call hooks (bench/libco, from a clone of its
+# repository or LIBCO_SRC=checkout, scripts/build_libco.sh). The three
+# servers send threaded_http's exact bytes.
 #
 # Environment (for quick trials; the defaults are the benchmark):
 #   BENCH_DURATION=10 seconds per wrk point   BENCH_CONNS="100 1000 10000"
@@ -113,6 +116,11 @@ done
 cargo build -q --release --manifest-path "$ROOT/bench/may_http/Cargo.toml" \
     --target-dir "$ROOT/target/may-http" 2>"$TMPD/may.err" ||
     { rm -f "$MAY_MICRO" "$MAY_HTTP"; say "peers: may not built: $(tail -3 "$TMPD/may.err" | tr '\n' ' ')"; }
+# libco: built from a checkout (LIBCO_SRC) or a clone (scripts/build_libco.sh).
+LIBCO_DIR="$PEERS/libco"; LIBCO_MICRO="$LIBCO_DIR/libco_micro"; LIBCO_HTTP="$LIBCO_DIR/libco_http"
+bash "$ROOT/scripts/build_libco.sh" "$LIBCO_DIR" 2>"$TMPD/libco.err" ||
+    { rm -f "$LIBCO_MICRO" "$LIBCO_HTTP"; say "peers: $(tail -1 "$TMPD/libco.err")"; }
+echo "libco	$(cut -c1-12 "$LIBCO_DIR/libco.commit" 2>/dev/null || echo '?')" >>"$RAW/meta.tsv"
 echo "go	$(go version 2>/dev/null | awk '{print $3}')" >>"$RAW/meta.tsv"
 echo "may	$(awk '/^name = "may"$/{getline; print $3}' "$ROOT/bench/may_http/Cargo.lock" 2>/dev/null | tr -d '"')" >>"$RAW/meta.tsv"
 # peer KEY EXE CMD...: micro KEY CMD..., or a FAILED row if EXE is missing.
@@ -176,6 +184,10 @@ for n in 1 2; do
     peer may_spawn_w$n "$MAY_MICRO" env MAY_WORKERS=$n "$MAY_MICRO" spawn $((SI / 10)) $TR
     peer may_sleepers_w$n "$MAY_MICRO" env MAY_WORKERS=$n "$MAY_MICRO" sleepers 100000 1 $TR
 done
+# libco runs its coroutines on the thread that made them: 1 worker only.
+peer libco_pingpong_w1 "$LIBCO_MICRO" "$LIBCO_MICRO" pingpong $YI $TR
+peer libco_spawn_w1 "$LIBCO_MICRO" "$LIBCO_MICRO" spawn $SI $TR
+peer libco_sleepers_w1 "$LIBCO_MICRO" "$LIBCO_MICRO" sleepers 100000 1 $TR
 # Channels (issue 15): corun's unbuffered ping-pong next to Go's, when Go
 # can be had (installed here if missing; the row says FAILED otherwise).
 CI=200000; [ "$QUICK" = 1 ] && CI=20000
@@ -212,7 +224,7 @@ idle() {
     esac
     [[ $v == echo_* ]] && prog=threaded_echo
     exe="$BIN/$prog"
-    case $v in go) exe=$GO_HTTP ;; may) exe=$MAY_HTTP ;; esac
+    case $v in go) exe=$GO_HTTP ;; may) exe=$MAY_HTTP ;; libco) exe=$LIBCO_HTTP ;; esac
     if [ ! -x "$exe" ]; then printf '%s\t%s\tFAILED\n' "$v" "$rep" >>"$RAW/idle.tsv"; return; fi
     port=$(free_port)
     env LD_PRELOAD="$pre" "$exe" "$port" "$BODY" 2>"$TMPD/idle-srv.err" &
@@ -253,7 +265,7 @@ idle() {
 }
 if part idle; then
 for rep in 1 2 3; do
-    for v in native corun epoll go may; do idle "$v" "$rep"; done
+    for v in native corun epoll go may libco; do idle "$v" "$rep"; done
     if [ -x "$BIN/threaded_echo" ] && [ -f "$ROOT/scripts/hold_conns.py" ]; then
         for v in echo_native echo_corun; do idle "$v" "$rep"; done
     fi
@@ -289,6 +301,8 @@ point() {
         goN) exe=$GO_HTTP; peer_env=(GOMAXPROCS="$NCPU") ;;
         may1) exe=$MAY_HTTP; peer_env=(MAY_WORKERS=1) ;;
         mayN) exe=$MAY_HTTP; peer_env=(MAY_WORKERS="$NCPU") ;;
+        libco1) exe=$LIBCO_HTTP; peer_env=(LIBCO_THREADS=1) ;;
+        libcoN) exe=$LIBCO_HTTP; peer_env=(LIBCO_THREADS="$NCPU") ;;
     esac
     [ -x "$exe" ] || { say "wrk $group $v c=$c: not built, skipped"; return; }
     if [ "$group" = pinned ]; then spin=(taskset -c 1); cpin=(taskset -c 0); fi
@@ -342,8 +356,8 @@ if part wrk; then
 for rep in $(seq 1 "$REPS"); do
     for c in $CONNS; do
         [ "$c" -lt 1000 ] && [ "$rep" -gt 1 ] && continue
-        for v in native corun1 epoll go1 may1; do point pinned "$v" "$c" "$rep"; done
-        for v in native corunN epoll goN mayN; do point shared "$v" "$c" "$rep"; done
+        for v in native corun1 epoll go1 may1 libco1; do point pinned "$v" "$c" "$rep"; done
+        for v in native corunN epoll goN mayN libcoN; do point shared "$v" "$c" "$rep"; done
     done
 done
 fi

@@ -11,6 +11,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_chart  # noqa: E402
+import bench_peers_report  # noqa: E402
 import bench_servers_report  # noqa: E402
 
 RAW, OUT = sys.argv[1], sys.argv[2]
@@ -131,11 +133,13 @@ VNAMES = {
     "goN": f"Go raw net.Conn server, GOMAXPROCS={NCPU}",
     "may1": "may (Rust coroutines), 1 worker",
     "mayN": f"may (Rust coroutines), {NCPU} workers",
+    "libco1": "libco (C++ coroutines, hooked read/write), 1 thread",
+    "libcoN": f"libco (C++ coroutines, hooked read/write), {NCPU} threads",
 }
 # The wrk variants of each group: threaded_http natively and under corun,
 # epoll_http, and the two peers with as many threads as corun has workers.
-GROUP_VARIANTS = {"pinned": ("native", "corun1", "epoll", "go1", "may1"),
-                  "shared": ("native", "corunN", "epoll", "goN", "mayN")}
+GROUP_VARIANTS = {"pinned": ("native", "corun1", "epoll", "go1", "may1", "libco1"),
+                  "shared": ("native", "corunN", "epoll", "goN", "mayN", "libcoN")}
 
 
 def w(g, v, c, k):
@@ -213,40 +217,14 @@ if ie_n is not None and ie_c is not None:
          cmp(ie_c, ie_n, lambda a, b: a <= b / 4),
          f"{ie_c:,.1f} vs {ie_n:,.1f} KiB = {fr(ratio(ie_c, ie_n), 2)} of native")
 
-# Side by side with the peers (issue 14): each row is (label, unit, corun,
-# Go, may, higher is better), every figure from this run.
+# Side by side with the peers (issue 14): scripts/bench_peers_report.py.
 def cpu_us(g, v, c):
     x = wrk.get((g, v, c))
     return None if not x or not x["req"] or x["cpu"] <= 0 else x["cpu"] / x["req"] * 1e6
 
 
-PEER_ROWS = [
-    ("req/s at 1,000 connections (server on 1 CPU)", "req/s",
-     w("pinned", "corun1", 1000, "rps"), w("pinned", "go1", 1000, "rps"), w("pinned", "may1", 1000, "rps"), True),
-    (f"req/s at 1,000 connections ({NCPU} threads, CPUs shared)", "req/s",
-     w("shared", "corunN", 1000, "rps"), w("shared", "goN", 1000, "rps"), w("shared", "mayN", 1000, "rps"), True),
-    ("server CPU per request at 1,000 connections (1 CPU)", "us",
-     cpu_us("pinned", "corun1", 1000), cpu_us("pinned", "go1", 1000), cpu_us("pinned", "may1", 1000), False),
-    ("p50 at 10,000 connections (1 CPU)", "ms",
-     w("pinned", "corun1", 10000, "p50"), w("pinned", "go1", 10000, "p50"), w("pinned", "may1", 10000, "p50"), False),
-    ("p99 at 10,000 connections (1 CPU)", "ms",
-     w("pinned", "corun1", 10000, "p99"), w("pinned", "go1", 10000, "p99"), w("pinned", "may1", 10000, "p99"), False),
-    ("memory per idle keep-alive connection (server RSS)", "KiB",
-     idle_med("corun", 0), idle_med("go", 0), idle_med("may", 0), False),
-    ("yield round trip, 1 worker", "ns", m("pingpong_w1"), m("go_pingpong_p1"), m("may_pingpong_w1"), False),
-    ("spawn+join, 1 worker", "ns", m("spawn_w1"), m("go_spawn_p1"), m("may_spawn_w1"), False),
-    ("spawn+join, 2 workers", "ns", m("spawn_w2"), m("go_spawn_p2"), m("may_spawn_w2"), False),
-    ("100,000 x sleep 1 ms, 2 workers", "ms", m("sleepers_w2"), m("go_sleepers_p2"), m("may_sleepers_w2"), False),
-    ("100,000 x sleep 1 ms, 1 worker", "ms", m("sleepers_w1"), m("go_sleepers_p1"), m("may_sleepers_w1"), False),
-]
-
-
-def ahead(row):
-    """Whether corun beats every peer that has a figure (None: no corun figure)."""
-    _, _, c, g_, y, hi = row
-    if c is None:
-        return None
-    return all(p is None or (c > p if hi else c < p) for p in (g_, y))
+PEER_ROWS = bench_peers_report.rows(m, w, cpu_us, idle_med, NCPU)
+ahead = bench_peers_report.ahead
 
 
 sp2 = m("spawn_w2")
@@ -255,7 +233,7 @@ goal("spawn+join with 2 workers at most 400 ns (issue 14)", cmp(sp2, 400.0, lamb
 goal(f"100,000 sleepers with the default workers ({NCPU}) within 100 ms (issue 14)",
      cmp(sl, 100.0, lambda a, b: a <= b), sl_fig)
 behind = [r[0] for r in PEER_ROWS if ahead(r) is False]
-goal("ahead of Go and may on every row of the side-by-side table (issue 14)",
+goal("ahead of Go, may and libco on every row of the side-by-side table (issue 14)",
      None if all(ahead(r) is None for r in PEER_ROWS) else not behind,
      "behind on: " + "; ".join(behind) if behind else "ahead on every row with figures")
 
@@ -265,72 +243,20 @@ for t_, ok_, fig_ in bench_servers_report.goals(SRV):
 
 # ---------------------------------------------------------------- SVG
 COLORS = {"native": "#d62728", "corun1": "#1f77b4", "corunN": "#17becf", "epoll": "#2ca02c",
-          "go1": "#9467bd", "goN": "#9467bd", "may1": "#ff7f0e", "mayN": "#ff7f0e"}
+          "go1": "#9467bd", "goN": "#9467bd", "may1": "#ff7f0e", "mayN": "#ff7f0e",
+          "libco1": "#8c564b", "libcoN": "#8c564b"}
 SERIES = [(g, v) for g in ("pinned", "shared") for v in GROUP_VARIANTS[g]]
 
 
+CHART_NAMES = {"native": "native threads", "corun1": "corun, 1 worker", "corunN": f"corun, {NCPU} workers",
+               "epoll": "epoll_http", "go1": "Go, GOMAXPROCS=1", "goN": f"Go, GOMAXPROCS={NCPU}",
+               "may1": "may, 1 worker", "mayN": f"may, {NCPU} workers",
+               "libco1": "libco, 1 thread", "libcoN": f"libco, {NCPU} threads"}
+
+
 def svg_chart(path, title, ylabel, key, logy):
-    W, H, L, R, T, B = 760, 460 + 36 * max(0, len(SERIES) - 10), 80, 250, 40, 60
-    pw, ph = W - L - R, H - T - B
-    vals = [w(g, v, c, key) for g, v in SERIES for c in CONNS if w(g, v, c, key)]
-    if not vals or not CONNS:
-        return
-    if logy:
-        lo = 10 ** math.floor(math.log10(max(min(vals), 1e-3)))
-        hi = 10 ** math.ceil(math.log10(max(vals)))
-        ticks = []
-        t = lo
-        while t <= hi * 1.0001:
-            ticks.append(t)
-            t *= 10
-        fy = lambda y: T + ph - (math.log10(max(y, lo)) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * ph
-    else:
-        lo, top = 0.0, max(vals) * 1.1
-        step = 10 ** math.floor(math.log10(top))
-        if top / step < 3:
-            step /= 5 if top / step < 1.5 else 2
-        hi = math.ceil(top / step) * step
-        ticks = [i * step for i in range(int(round(hi / step)) + 1)]
-        fy = lambda y: T + ph - (y - lo) / (hi - lo) * ph
-    xs = CONNS
-    lx0, lx1 = math.log10(xs[0]), math.log10(xs[-1]) if len(xs) > 1 else math.log10(xs[0]) + 1
-    fx = lambda x: L + (math.log10(x) - lx0) / ((lx1 - lx0) or 1) * pw
-    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-         f'<rect width="{W}" height="{H}" fill="white"/>',
-         f'<text x="{L + pw / 2}" y="22" text-anchor="middle" font-size="15">{title}</text>',
-         f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>']
-    for t in ticks:
-        y = fy(t)
-        lab = f"{t:,.0f}" if t >= 1 else f"{t:g}"
-        if not logy and hi >= 10000:
-            lab = f"{t / 1000:,.0f}k"
-        o.append(f'<line x1="{L}" x2="{L + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>')
-        o.append(f'<text x="{L - 6}" y="{y + 4:.1f}" text-anchor="end">{lab}</text>')
-    for x in xs:
-        o.append(f'<line x1="{fx(x):.1f}" x2="{fx(x):.1f}" y1="{T}" y2="{T + ph}" stroke="#e4e4e4"/>')
-        o.append(f'<text x="{fx(x):.1f}" y="{T + ph + 18}" text-anchor="middle">{x:,}</text>')
-    o.append(f'<text x="{L + pw / 2}" y="{H - 18}" text-anchor="middle">concurrent keep-alive connections (log scale)</text>')
-    o.append(f'<text transform="translate(18,{T + ph / 2}) rotate(-90)" text-anchor="middle">{ylabel}</text>')
-    ly = T + 10
-    for g, v in SERIES:
-        pts = [(fx(c), fy(w(g, v, c, key))) for c in xs if w(g, v, c, key)]
-        dash = ' stroke-dasharray="6,4"' if g == "shared" else ""
-        if pts:
-            o.append(f'<polyline fill="none" stroke="{COLORS[v]}" stroke-width="2"{dash} points="'
-                     + " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>')
-            for x, y in pts:
-                o.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{COLORS[v]}"/>')
-        o.append(f'<line x1="{L + pw + 12}" x2="{L + pw + 40}" y1="{ly}" y2="{ly}" stroke="{COLORS[v]}" stroke-width="2"{dash}/>')
-        name = {"native": "native threads", "corun1": "corun, 1 worker", "corunN": f"corun, {NCPU} workers",
-                "epoll": "epoll_http", "go1": "Go, GOMAXPROCS=1", "goN": f"Go, GOMAXPROCS={NCPU}",
-                "may1": "may, 1 worker", "mayN": f"may, {NCPU} workers"}[v]
-        o.append(f'<text x="{L + pw + 46}" y="{ly + 4}">{name}</text>')
-        o.append(f'<text x="{L + pw + 46}" y="{ly + 18}" fill="#666" font-size="10">'
-                 f'{"server 1 CPU, wrk 1 CPU" if g == "pinned" else "all CPUs shared"}</text>')
-        ly += 36
-    o.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(o) + "\n")
+    bench_chart.line_chart(path, title, ylabel, SERIES, CONNS, lambda g, v, c: w(g, v, c, key), COLORS,
+                           CHART_NAMES, logy)
 
 
 svg_chart(os.path.join(OUT, "throughput.svg"), "threaded_http: requests per second (wrk, keep-alive)",
@@ -389,35 +315,7 @@ for t, r, f_ in goals:
     a(f"| {t} | {r} | {f_} |")
 a("")
 
-a("## Side by side: corun, Go and may")
-a("")
-a(f"Go {meta.get('go', '?')}: a raw `net.Conn` server with a goroutine per connection (`c-tests/go/http_server.go`) "
-  "and `c-tests/go/micro.go`; may " + meta.get("may", "?") + ": the Rust stackful-coroutine runtime under "
-  "may_minihttp, a coroutine per connection (`bench/may_http`). Both servers send threaded_http's exact bytes; "
-  "every figure is from this run (the tables below have the details). Workers: CORUN_WORKERS, GOMAXPROCS, "
-  "MAY_WORKERS. *n/a*: not measured in this run, or the program failed (the tables below say which; may maps a "
-  "stack per coroutine and fails at 100,000 sleepers).")
-a("")
-a("| measure | corun | Go | may | corun ahead |")
-a("|---|---|---|---|---|")
-
-
-def peer_fig(v, unit):
-    if v is None:
-        return "n/a"
-    if unit in ("ns", "ms"):
-        return fmt_t(v, unit)
-    if unit == "req/s":
-        return f"{v:,.0f}"
-    return f"{v:,.1f} {unit}"
-
-
-for row in PEER_ROWS:
-    label, unit, c, g_, y, _ = row
-    ok = ahead(row)
-    a(f"| {label} | {peer_fig(c, unit)} | {peer_fig(g_, unit)} | {peer_fig(y, unit)} | "
-      f"{'n/a' if ok is None else ('yes' if ok else '**no**')} |")
-a("")
+L.extend(bench_peers_report.markdown(PEER_ROWS, meta, fmt_t))
 
 a("## 1. Micro benchmarks")
 a("")
@@ -462,6 +360,9 @@ rows = [
     ("may_spawn_w2", "peer: the same, 2 workers"),
     ("may_sleepers_w1", "peer: may, 100,000 coroutines each sleeping 1 ms, 1 worker"),
     ("may_sleepers_w2", "peer: the same, 2 workers"),
+    ("libco_pingpong_w1", "peer: libco, co_resume of a coroutine that co_yield_ct()s back (bench/libco)"),
+    ("libco_spawn_w1", "peer: libco, co_create + co_resume of an empty coroutine + co_release"),
+    ("libco_sleepers_w1", "peer: libco, 100,000 coroutines each waiting 1 ms in co_poll (64 KiB stacks)"),
     ("mutex_corun", "corun: corun_mutex_lock + unlock, uncontended, in a coroutine"),
     ("mutex_pthread", "corun: pthread_mutex_lock + unlock (interposed), uncontended, in a coroutine"),
     ("eventfd_threads_w1", "corun: two pthreads ping-ponging over eventfds (every read parks), 1 worker"),
@@ -508,6 +409,7 @@ for v, label in (("native", "threaded_http, native threads"), ("corun", f"thread
                  ("epoll", "epoll_http (floor: no thread, no stack)"),
                  ("go", "Go raw net.Conn server (goroutine per connection)"),
                  ("may", "may (Rust coroutine per connection)"),
+                 ("libco", "libco (C++ coroutine per connection, 128 KiB stacks)"),
                  ("echo_native", "threaded_echo, native threads"),
                  ("echo_corun", f"threaded_echo under corun ({NCPU} workers)")):
     if v.startswith("echo") and v not in idle:
@@ -648,6 +550,9 @@ a("c-tests/bin/bench_baselines sleepers 100000 1 3")
 a("CORUN_WORKERS=1 LD_PRELOAD=target/release/libcorun.so c-tests/bin/co_bench_micro chan 200000 5")
 a("go build -o chan_pingpong c-tests/go/chan_pingpong.go && ./chan_pingpong 200000 5")
 a("LD_PRELOAD=target/release/libcorun.so c-tests/bin/co_bench_micro mutex 2000000 5   # or pthread_mutex")
+a("scripts/build_libco.sh target/bench-peers/libco   # LIBCO_SRC=checkout without network")
+a("target/bench-peers/libco/libco_micro pingpong 2000000 5   # spawn 100000 5 | sleepers 100000 1 5")
+a("LIBCO_THREADS=1 target/bench-peers/libco/libco_http PORT 128 &   # libco's wrk server")
 a("# idle memory:")
 a(f"c-tests/bin/threaded_http PORT {meta.get('body', '128')} &   # or under LD_PRELOAD, or epoll_http")
 a(f"c-tests/bin/http_client idle PORT {N_IDLE} {meta.get('body', '128')}")
