@@ -164,7 +164,7 @@ fn spawn_at(
         w.load.load(Ordering::Relaxed) + if busy { 1 << 20 } else { 0 }
     };
     let mut target = me;
-    let mut best = me.map_or(usize::MAX, effective);
+    let own_busy = me.is_some_and(|m| effective(m) >= 1 << 20);
     // The spawner itself has held its worker for a while (a main that
     // spawns 100,000 coroutines in a row): the task waits in the local
     // queue, where an idle worker steals it with others, half a backlog
@@ -175,7 +175,7 @@ fn spawn_at(
     // as usual. Kept local, it ran here as soon as the spawner parked,
     // before the thief woke, and stayed pinned behind whatever the spawner
     // did next (readiness_busy_worker read its pipe at 2,000 ms, not 350).
-    let spawner_busy = best >= 1 << 20
+    let spawner_busy = own_busy
         && rt.workers.len() > 1
         && me.is_some_and(|m| {
             let sw = m.switches.load(Ordering::Relaxed);
@@ -189,6 +189,15 @@ fn spawn_at(
     // the next child local saves the crossing. Every spawn lowers the
     // affinity and every such join raises it by two, so a program that
     // spawns many before joining (or never joins) stays spread.
+    // The spawner's own worker is compared by its load alone: the task
+    // holding it is the spawner, running now, and whether it goes on
+    // computing or waits next is not known (a burst of spawns from it is
+    // the rule above's). Counted full, it sent a second thread spawned in
+    // the hold that crossed BUSY_NS (the first spawn starts a worker
+    // thread: a millisecond on a loaded machine) to the other worker,
+    // next to the first: rayon's two threads then shared one worker for
+    // good while main waited alone on the other (`placement_spread`).
+    let mut best = me.map_or(usize::MAX, |m| m.load.load(Ordering::Relaxed));
     let fork_join = me.is_some_and(|m| {
         let a = m.local.fork_join.get();
         m.local.fork_join.set(a.saturating_sub(1));
