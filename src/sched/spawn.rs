@@ -2,9 +2,10 @@
 //! worker from any thread.
 //!
 //! A spawn goes to the least loaded worker (load = live tasks homed
-//! there); ties stay local. A worker held by one task for longer than
-//! `BUSY_NS` counts as full; when that worker is the spawner's own, the
-//! task stays local and an idle worker is woken to steal it. A join of a
+//! there); ties stay local. Another worker held by one task for longer
+//! than `BUSY_NS` counts as full; the spawner's own counts by its load,
+//! and from the second spawn of one such hold of the spawner's the task
+//! stays local and an idle worker is woken to steal it. A join of a
 //! task that has not run takes it to the joiner's worker
 //! (`take_for_join`), and a worker whose coroutines keep doing that keeps
 //! its next spawns local (fork-join affinity). A woken task goes back to
@@ -183,21 +184,21 @@ fn spawn_at(
             m.local.busy_spawn_at.set(sw);
             burst
         });
+    // The spawner's own worker is compared by its load alone: the task
+    // holding it is the spawner, running now, and whether it goes on
+    // computing or waits next is not known (a burst of spawns from it is
+    // the rule above's). Counted full, it sent the second of two threads
+    // spawned in one run of the spawner, when that run passed BUSY_NS
+    // between the two, to the other worker, next to the first: rayon's
+    // two threads then shared one worker for good while main waited alone
+    // on the other (`placement_spread`).
+    let mut best = me.map_or(usize::MAX, |m| m.load.load(Ordering::Relaxed));
     // Fork-join: the coroutines here have been joining their children
     // before those ran (a spawn then a join, in a loop). Each join took the
     // child back from where placement sent it (`take_for_join`); keeping
     // the next child local saves the crossing. Every spawn lowers the
     // affinity and every such join raises it by two, so a program that
     // spawns many before joining (or never joins) stays spread.
-    // The spawner's own worker is compared by its load alone: the task
-    // holding it is the spawner, running now, and whether it goes on
-    // computing or waits next is not known (a burst of spawns from it is
-    // the rule above's). Counted full, it sent a second thread spawned in
-    // the hold that crossed BUSY_NS (the first spawn starts a worker
-    // thread: a millisecond on a loaded machine) to the other worker,
-    // next to the first: rayon's two threads then shared one worker for
-    // good while main waited alone on the other (`placement_spread`).
-    let mut best = me.map_or(usize::MAX, |m| m.load.load(Ordering::Relaxed));
     let fork_join = me.is_some_and(|m| {
         let a = m.local.fork_join.get();
         m.local.fork_join.set(a.saturating_sub(1));
