@@ -109,6 +109,7 @@ fn reset_worker(w: &'static Worker) {
     std::mem::forget(w.local.timers.replace(Timers::new()));
     w.load.store(1, Ordering::Relaxed);
     w.sleeping.store(false, Ordering::Relaxed);
+    w.napping.store(false, Ordering::Relaxed);
 }
 
 /// A task ended: if it was a forked child's only thread, the child ends.

@@ -120,11 +120,19 @@ impl Worker {
         // the next sleep (which returns at once). Skipping it saves a
         // system call every POLL_EVERY tasks to programs that wait on no
         // fd (a yield, spawn+join or sleep loop).
+        let naps = block && timeout != Some(0);
+        if naps {
+            self.napping.store(true, Ordering::SeqCst);
+        }
         let evs: &[libc::epoll_event] = if block || self.local.watches_fds.get() {
             self.local.epoll.get().wait(&mut evs, timeout)
         } else {
             &[]
         };
+        if naps {
+            self.napping.store(false, Ordering::SeqCst);
+        }
+        self.note_cpu();
         if block {
             self.sleeping.store(false, Ordering::SeqCst);
             self.local.clock.set(crate::sys::now_ns());

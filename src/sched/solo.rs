@@ -66,7 +66,10 @@ pub fn sleep_solo<R>(fd: i32, wait: impl FnOnce() -> R) -> Option<R> {
         return None;
     }
     let id = w.running_id.swap(0, Ordering::Relaxed);
+    w.napping.store(true, Ordering::SeqCst);
     let r = wait();
+    w.napping.store(false, Ordering::SeqCst);
+    w.note_cpu();
     w.sleeping.store(false, Ordering::SeqCst);
     // Back from the scheduler's sleep, as after a switch: the watchdog's
     // heartbeat moves (it looks for a task that holds its worker).

@@ -2,9 +2,10 @@
 //! worker from any thread.
 //!
 //! A spawn goes to the least loaded worker (load = live tasks homed
-//! there); ties stay local. A worker held by one task for longer than
-//! `BUSY_NS` counts as full; when that worker is the spawner's own, the
-//! task stays local and an idle worker is woken to steal it. A join of a
+//! there); ties stay local. Another worker held by one task for longer
+//! than `BUSY_NS` counts as full; the spawner's own counts by its load,
+//! and from the second spawn of one such hold of the spawner's the task
+//! stays local and an idle worker is woken to steal it. A join of a
 //! task that has not run takes it to the joiner's worker
 //! (`take_for_join`), and a worker whose coroutines keep doing that keeps
 //! its next spawns local (fork-join affinity). A woken task goes back to
@@ -164,7 +165,7 @@ fn spawn_at(
         w.load.load(Ordering::Relaxed) + if busy { 1 << 20 } else { 0 }
     };
     let mut target = me;
-    let mut best = me.map_or(usize::MAX, effective);
+    let own_busy = me.is_some_and(|m| effective(m) >= 1 << 20);
     // The spawner itself has held its worker for a while (a main that
     // spawns 100,000 coroutines in a row): the task waits in the local
     // queue, where an idle worker steals it with others, half a backlog
@@ -175,7 +176,7 @@ fn spawn_at(
     // as usual. Kept local, it ran here as soon as the spawner parked,
     // before the thief woke, and stayed pinned behind whatever the spawner
     // did next (readiness_busy_worker read its pipe at 2,000 ms, not 350).
-    let spawner_busy = best >= 1 << 20
+    let spawner_busy = own_busy
         && rt.workers.len() > 1
         && me.is_some_and(|m| {
             let sw = m.switches.load(Ordering::Relaxed);
@@ -183,6 +184,15 @@ fn spawn_at(
             m.local.busy_spawn_at.set(sw);
             burst
         });
+    // The spawner's own worker is compared by its load alone: the task
+    // holding it is the spawner, running now, and whether it goes on
+    // computing or waits next is not known (a burst of spawns from it is
+    // the rule above's). Counted full, it sent the second of two threads
+    // spawned in one run of the spawner, when that run passed BUSY_NS
+    // between the two, to the other worker, next to the first: rayon's
+    // two threads then shared one worker for good while main waited alone
+    // on the other (`placement_spread`).
+    let mut best = me.map_or(usize::MAX, |m| m.load.load(Ordering::Relaxed));
     // Fork-join: the coroutines here have been joining their children
     // before those ran (a spawn then a join, in a loop). Each join took the
     // child back from where placement sent it (`take_for_join`); keeping

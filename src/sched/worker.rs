@@ -91,6 +91,19 @@ pub struct Worker {
     /// Live tasks homed on this worker (placement heuristic).
     pub load: AtomicUsize,
     pub(super) sleeping: AtomicBool,
+    /// The worker's thread is (or is about to be) blocked in the kernel in
+    /// its sleep: set by the worker just before the blocking wait, cleared
+    /// by the worker when the wait returns. Unlike `sleeping`, which a
+    /// producer clears when it writes the eventfd, it stays set until the
+    /// woken thread really runs again: a worker that spins for work
+    /// (`run_loop.rs`) looks at it to tell a worker that can hand it work
+    /// soon from one that first needs a CPU from the kernel.
+    pub(super) napping: AtomicBool,
+    /// The CPU the worker's thread was last seen on (`sched_getcpu`, -1:
+    /// not yet): stored when it wakes from its sleep, at each poll and
+    /// while it spins. A spinning worker on that same CPU knows this one is
+    /// not running now (`run_loop.rs`, `others_on_cpu`).
+    pub(super) cpu: AtomicI32,
     // Two injectors, each with its head and tail on lines of their own.
     pub(super) inbox: ForkInjector,
     pub(super) placed: ForkInjector,
@@ -237,6 +250,8 @@ impl Worker {
             placed: ForkInjector::new(),
             fresh_stealer: fresh.stealer(),
             sleeping: AtomicBool::new(false),
+            napping: AtomicBool::new(false),
+            cpu: AtomicI32::new(-1),
             wake,
             load: AtomicUsize::new(0),
             tid: AtomicI32::new(0),
@@ -305,6 +320,18 @@ impl Worker {
         ));
         self.tid.store(crate::sys::gettid(), Ordering::Relaxed);
         overflow::install_altstack();
+    }
+
+    /// Notes the CPU this thread runs on now, for spinning workers
+    /// (`cpu`). glibc answers from the thread's rseq area (a load) on the
+    /// worker's own thread pointer, from the kernel on a coroutine's.
+    #[inline]
+    pub(super) fn note_cpu(&self) -> i32 {
+        // SAFETY: sched_getcpu takes no argument and touches no memory of
+        // ours.
+        let cpu = unsafe { libc::sched_getcpu() };
+        self.cpu.store(cpu, Ordering::Relaxed);
+        cpu
     }
 
     pub(super) fn timers(&self) -> &RefCell<Timers<Waiter>> {
