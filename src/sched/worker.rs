@@ -168,15 +168,15 @@ pub(super) struct Local {
 // to compile instead of riding on a blanket `unsafe impl Sync for Worker`.
 unsafe impl Sync for Local {}
 
-std::thread_local! {
-    pub(super) static WORKER: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
-    pub(super) static CURRENT: Cell<*const Task> = const { Cell::new(std::ptr::null()) };
-}
+/// The task running on this thread.
+pub(super) use crate::sys::static_tls::Current as CURRENT;
+/// The worker driven by this thread (initial-exec TLS: `sys::static_tls`).
+pub(super) use crate::sys::static_tls::WorkerWord as WORKER;
 
 /// The worker driven by this thread.
 #[inline]
 pub fn current_worker() -> Option<&'static Worker> {
-    let p = WORKER.get();
+    let p = WORKER::get() as *const Worker;
     // SAFETY: workers are leaked at creation and never freed.
     (!p.is_null()).then(|| unsafe { &*p })
 }
@@ -217,12 +217,12 @@ pub(super) fn worker_block_cache() -> *const BlockCache {
 /// code pass straight through.
 #[inline]
 pub fn current_task_ptr() -> *const Task {
-    CURRENT.get()
+    CURRENT::get() as *const Task
 }
 
 #[inline]
 pub(super) fn set_current(t: *const Task) {
-    CURRENT.set(t);
+    CURRENT::set(t as usize);
 }
 
 impl Worker {
@@ -293,10 +293,10 @@ impl Worker {
 
     /// Makes this thread drive the worker (sets thread-locals).
     pub(super) fn attach(&'static self) {
-        WORKER.set(self);
+        WORKER::set(self as *const Worker as usize);
         self.local
             .current_slot
-            .set(CURRENT.with(|c| c as *const Cell<*const Task>));
+            .set(CURRENT::addr() as *const Cell<*const Task>);
         self.local.overflow_slot.set(overflow::running_slot());
         self.local.tp.set(tls::thread_pointer());
         self.local.tls_offsets.set(TlsOffsets::of_this_thread(
