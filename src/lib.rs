@@ -30,6 +30,9 @@ pub mod hooks;
 // The hooks are not built into the unit-test binary (they would interpose
 // its own libc calls); a hook's pure algorithm is, on its own.
 #[cfg(test)]
+#[path = "capi/handles.rs"]
+mod capi_handles;
+#[cfg(test)]
 #[path = "hooks/path_memo.rs"]
 mod hooks_path_memo;
 #[cfg(test)]

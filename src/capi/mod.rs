@@ -1,9 +1,9 @@
 //! The C API of `include/corun.h`, for programs written for corun.
 //!
 //! A `corun_co_t *` is the task id disguised as a pointer, looked up in a
-//! sharded table: joining twice, joining a detached coroutine or passing a
-//! made-up handle finds nothing and returns ESRCH instead of touching freed
-//! memory.
+//! table: joining twice, joining a detached coroutine or passing a made-up
+//! handle finds nothing and returns ESRCH instead of touching freed
+//! memory (`handles.rs`).
 //!
 //! One file per family: `chan.rs` (channels, select), `sync.rs` (mutex,
 //! condition variable, semaphore, wait group), `cancel.rs` (cancel tokens,
@@ -14,54 +14,13 @@ mod cancel;
 mod chan;
 mod sync;
 
-use std::collections::HashMap;
+mod handles;
+
 use std::ffi::{c_int, c_void};
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Mutex;
 
-use crate::sched::{self, fdtable::lock, Entry, JoinError, TaskRef};
+use crate::sched::{self, Entry, JoinError};
 use crate::sys::set_errno;
-
-/// Task ids are unique: a shard's ids (`id % SHARDS` the same) hash to
-/// their rank in the shard, so the ids spawned (and joined) one after the
-/// other sit in neighbouring buckets: four to a cache line, not one line
-/// each (100,000 coroutines spawned, then joined, missed the cache at
-/// every insert and every take). The top seven bits, which the table
-/// compares before the key, come from a multiplicative hash.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys")
-    }
-    fn write_u64(&mut self, v: u64) {
-        const TOP7: u64 = 0x7F << 57;
-        self.0 = (v / SHARDS as u64) & !TOP7 | v.wrapping_mul(0x9E37_79B9_7F4A_7C15) & TOP7;
-    }
-}
-
-type Map = HashMap<u64, TaskRef, BuildHasherDefault<IdHasher>>;
-
-const SHARDS: usize = 64;
-static HANDLES: [Mutex<Option<Map>>; SHARDS] = [const { Mutex::new(None) }; SHARDS];
-
-fn shard(id: u64) -> &'static Mutex<Option<Map>> {
-    &HANDLES[(id as usize) % SHARDS]
-}
-
-fn insert(t: TaskRef) {
-    lock(shard(t.id))
-        .get_or_insert_with(Map::default)
-        .insert(t.id, t);
-}
-
-fn take(id: u64) -> Option<TaskRef> {
-    lock(shard(id)).as_mut()?.remove(&id)
-}
+use handles::{insert, take};
 
 /// Spawns `f(arg)` as a coroutine; NULL and errno on failure.
 #[no_mangle]

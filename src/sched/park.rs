@@ -71,46 +71,45 @@ pub enum FdWait {
 #[inline]
 pub fn in_coroutine() -> bool {
     !current_task_ptr().is_null()
-        && (SIGNAL_DEPTH.get() == 0 || ASYNC_DEPTH.get() == 0)
+        && (SIGNAL_DEPTH::get() == 0 || ASYNC_DEPTH::get() == 0)
         && !super::confined::is()
 }
 
-std::thread_local! {
-    /// Signal handlers running on this thread (nested). While one runs, the
-    /// thread is not "in a coroutine" for the hooks: they pass through
-    /// instead of parking inside the handler.
-    static SIGNAL_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-    /// Of those, handlers the kernel started (they may have interrupted
-    /// runtime code holding a lock), as opposed to handlers a coroutine
-    /// runs for a pending signal when it resumes (ordinary code then).
-    static ASYNC_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
+/// Of those, handlers the kernel started (they may have interrupted
+/// runtime code holding a lock), as opposed to handlers a coroutine
+/// runs for a pending signal when it resumes (ordinary code then).
+use crate::sys::static_tls::AsyncDepth as ASYNC_DEPTH;
+/// Signal handlers running on this thread (nested). While one runs, the
+/// thread is not "in a coroutine" for the hooks: they pass through
+/// instead of parking inside the handler. Initial-exec TLS
+/// (`sys::static_tls`), as `ASYNC_DEPTH`.
+use crate::sys::static_tls::SignalDepth as SIGNAL_DEPTH;
 
 /// A signal handler starts on this thread (called by the hooks'
 /// trampoline; async-signal-safe: a const thread-local).
 pub fn signal_handler_enter() {
-    SIGNAL_DEPTH.set(SIGNAL_DEPTH.get().saturating_add(1));
+    SIGNAL_DEPTH::set(SIGNAL_DEPTH::get().saturating_add(1));
 }
 
 /// The handler returned.
 pub fn signal_handler_leave() {
-    SIGNAL_DEPTH.set(SIGNAL_DEPTH.get().saturating_sub(1));
+    SIGNAL_DEPTH::set(SIGNAL_DEPTH::get().saturating_sub(1));
 }
 
 /// The kernel interrupted this thread with a signal (the trampoline runs),
 /// and the trampoline returns.
 pub fn async_signal_enter() {
-    ASYNC_DEPTH.set(ASYNC_DEPTH.get().saturating_add(1));
+    ASYNC_DEPTH::set(ASYNC_DEPTH::get().saturating_add(1));
 }
 
 pub fn async_signal_leave() {
-    ASYNC_DEPTH.set(ASYNC_DEPTH.get().saturating_sub(1));
+    ASYNC_DEPTH::set(ASYNC_DEPTH::get().saturating_sub(1));
 }
 
 /// A handler left by longjmp: it will never return.
 pub fn signal_handler_reset() {
-    SIGNAL_DEPTH.set(0);
-    ASYNC_DEPTH.set(0);
+    SIGNAL_DEPTH::set(0);
+    ASYNC_DEPTH::set(0);
 }
 
 /// Whether a handler the kernel started runs on this thread: code here may
@@ -118,18 +117,18 @@ pub fn signal_handler_reset() {
 /// paths may be taken.
 #[inline]
 pub fn in_async_signal_handler() -> bool {
-    ASYNC_DEPTH.get() != 0
+    ASYNC_DEPTH::get() != 0
 }
 
 /// How many handlers the kernel started are running on this thread.
 pub fn async_signal_depth() -> u32 {
-    ASYNC_DEPTH.get()
+    ASYNC_DEPTH::get() as u32
 }
 
 /// Whether a signal handler runs on this thread (or in this coroutine).
 #[inline]
 pub fn in_signal_handler() -> bool {
-    SIGNAL_DEPTH.get() != 0
+    SIGNAL_DEPTH::get() != 0
 }
 
 /// The running task, as its own code sees it: lends `&Task` for as long as
@@ -192,13 +191,14 @@ pub(super) fn suspend(t: &Task) {
     let saved = crate::sys::errno();
     // Parked inside a handler corun runs (`in_coroutine`): a coroutine
     // that shares these thread-locals, run meanwhile, is in no handler.
-    let depth = SIGNAL_DEPTH.replace(0);
+    let depth = SIGNAL_DEPTH::get();
+    SIGNAL_DEPTH::set(0);
     t.debug.save_registers();
     let y = t.yielder.get();
     // SAFETY: `yielder` was set when the coroutine started and points at its
     // root frame, alive while the coroutine is; we run inside that coroutine.
     unsafe { (*y).suspend(()) };
-    SIGNAL_DEPTH.set(depth);
+    SIGNAL_DEPTH::set(depth);
     crate::sys::set_errno(saved);
 }
 

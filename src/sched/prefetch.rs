@@ -188,7 +188,7 @@ mod tests {
 
     /// Where `CURRENT` and errno are on the calling thread.
     fn slots() -> (usize, usize, usize) {
-        let current = super::super::worker::CURRENT.with(|c| c as *const _ as usize);
+        let current = super::super::worker::CURRENT::addr();
         // SAFETY: __errno_location has no preconditions.
         let errno = unsafe { libc::__errno_location() } as usize;
         (thread_pointer(), current, errno)

@@ -62,8 +62,8 @@ impl Worker {
                     // thread-locals read here are this coroutine's copies,
                     // set once (it never changes worker, and its stack
                     // never moves); then libc's per-thread state.
-                    WORKER.set(wp);
-                    CURRENT.set(tp);
+                    WORKER::set(wp as usize);
+                    CURRENT::set(tp as usize);
                     overflow::set_running(task.id, guard, top);
                     tls::start_thread();
                 }

@@ -209,11 +209,7 @@ impl Worker {
             if !busy && queued < 2 {
                 continue;
             }
-            for _ in 0..(queued / 2).clamp(1, STEAL_BATCH) {
-                if !v.move_never_run(self) {
-                    break;
-                }
-            }
+            v.move_never_run(self, (queued / 2).clamp(1, STEAL_BATCH));
             if let Some(t) = self.pop_placed(rt) {
                 return Some(t);
             }

@@ -305,7 +305,7 @@ fn hand_off(rt: &'static Runtime, stalled: &'static Worker) {
         {
             return;
         }
-        if !stalled.move_never_run(target) {
+        if stalled.move_never_run(target, 1) == 0 {
             return;
         }
     }

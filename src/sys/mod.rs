@@ -7,6 +7,7 @@ pub mod alloc;
 pub mod block_cache;
 pub mod epoll;
 pub mod real;
+pub mod static_tls;
 
 use std::time::Duration;
 
