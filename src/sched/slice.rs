@@ -58,7 +58,10 @@ thread_local! {
 /// handler, nothing.
 pub fn yield_if_slice_spent() {
     let Some(w) = current_worker() else { return };
-    if !in_coroutine() || in_signal_handler() {
+    // The process's only coroutine has nobody to give its worker to, and
+    // makes its calls as natively (`parking`): no poll, no yield, no
+    // bookkeeping (an event loop's every call ends here).
+    if super::lone::never_spawned() || super::alone() || !in_coroutine() || in_signal_handler() {
         return;
     }
     let switches = w.switches.load(Ordering::Relaxed);
@@ -85,11 +88,6 @@ pub fn yield_if_slice_spent() {
         return;
     }
     MARK.set(NONE);
-    // The process's only coroutine has nobody to give its worker to, and
-    // makes its calls as natively (`parking`): no poll, no yield.
-    if super::alone() {
-        return;
-    }
     let (Some(task), Some(rt)) = (current(), super::runtime::runtime()) else {
         return;
     };
