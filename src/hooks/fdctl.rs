@@ -74,10 +74,12 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         return -1;
     }
     fdtable::forget(fd);
-    if crate::sched::sole_coroutine() {
-        // The process's only coroutine closes: no other can take a
-        // snapshot and register between `forget` and the real close
-        // (what `forget_after_close` is for).
+    if crate::sched::lone::nothing_parks() || crate::sched::sole_coroutine() {
+        // Nothing can park in this process (no second coroutine, no
+        // cancel token: fd waits are made as natively), or the only
+        // coroutine closes: no other can take a snapshot and register
+        // between `forget` and the real close (what `forget_after_close`
+        // is for).
         // SAFETY: plain integer.
         return unsafe { real::close(fd) };
     }

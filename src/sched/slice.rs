@@ -57,11 +57,14 @@ thread_local! {
 /// without a switch of its worker, after its worker polled its netpoller. Outside a coroutine, or in a signal
 /// handler, nothing.
 pub fn yield_if_slice_spent() {
-    let Some(w) = current_worker() else { return };
     // The process's only coroutine has nobody to give its worker to, and
     // makes its calls as natively (`parking`): no poll, no yield, no
     // bookkeeping (an event loop's every call ends here).
-    if super::lone::never_spawned() || super::alone() || !in_coroutine() || in_signal_handler() {
+    if super::lone::never_spawned() {
+        return;
+    }
+    let Some(w) = current_worker() else { return };
+    if super::alone() || !in_coroutine() || in_signal_handler() {
         return;
     }
     let switches = w.switches.load(Ordering::Relaxed);
