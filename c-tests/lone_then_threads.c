@@ -6,9 +6,10 @@
  * In the process (then in a forked child of it, which had a thread before
  * the fork): main reads and writes a pipe alone, then starts a thread that
  * blocks in read() on a pipe main writes to only after the thread started
- * waiting. With one worker (CORUN_WORKERS=1), a read made as natively by
- * the thread would hold the worker and main would never write: alarm(10)
- * ends the run. Prints the same transcript natively and under corun.
+ * waiting. With one worker (CORUN_WORKERS=1), main's sleeps made as
+ * natively would never let the thread run (reported), and a read made as
+ * natively by the thread would hold the worker so that main never writes
+ * (alarm(10) ends the run). Prints the same transcript natively and under corun.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -47,6 +48,11 @@ static int round_in(const char *who)
     /* Wait until the reader runs (it then blocks in its read); bounded. */
     for (int i = 0; i < 2000 && !reader_started; i++)
         usleep(1000);
+    if (!reader_started) {
+        /* main's sleeps held the only worker: they were not parked. */
+        printf("%s: the thread never ran while main slept\n", who);
+        return 1;
+    }
     usleep(20000);
     if (write(to_reader[1], "hello", 5) != 5)
         return 1;
