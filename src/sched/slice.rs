@@ -64,7 +64,7 @@ pub fn yield_if_slice_spent() {
         return;
     }
     let Some(w) = current_worker() else { return };
-    if super::alone() || !in_coroutine() || in_signal_handler() {
+    if !in_coroutine() || in_signal_handler() {
         return;
     }
     let switches = w.switches.load(Ordering::Relaxed);
@@ -91,6 +91,10 @@ pub fn yield_if_slice_spent() {
         return;
     }
     MARK.set(NONE);
+    // The process's only coroutine now (its threads ended): as above.
+    if super::alone() {
+        return;
+    }
     let (Some(task), Some(rt)) = (current(), super::runtime::runtime()) else {
         return;
     };
