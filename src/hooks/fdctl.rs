@@ -74,6 +74,15 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         return -1;
     }
     fdtable::forget(fd);
+    if crate::sched::lone::nothing_parks() || crate::sched::sole_coroutine() {
+        // Nothing can park in this process (no second coroutine, no
+        // cancel token: fd waits are made as natively), or the only
+        // coroutine closes: no other can take a snapshot and register
+        // between `forget` and the real close (what `forget_after_close`
+        // is for).
+        // SAFETY: plain integer.
+        return unsafe { real::close(fd) };
+    }
     let gen = fdtable::generation(fd);
     // SAFETY: plain integer.
     let r = unsafe { real::close(fd) };

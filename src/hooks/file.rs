@@ -126,10 +126,14 @@ fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint, large:
     } else {
         flags
     };
-    if crate::sched::parking() {
-        if let Some(fd) = super::cached::open(dirfd, path, flags, mode) {
-            return fresh_fd(fd);
-        }
+    if !crate::sched::parking() {
+        // As natively: no coroutine, or the process's only one (which
+        // `run_blocking` would run inline too).
+        // SAFETY: the caller's open contract.
+        return fresh_fd(unsafe { real::openat(dirfd, path, flags, mode) });
+    }
+    if let Some(fd) = super::cached::open(dirfd, path, flags, mode) {
+        return fresh_fd(fd);
     }
     let p = SendPtr(path as *mut c_char);
     // SAFETY: the caller's open contract; `path` outlives the parked call.

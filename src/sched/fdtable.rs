@@ -144,7 +144,17 @@ impl FdEntry {
     pub fn reset(&self) {
         let (taken, _unclaimed) = {
             let mut w = lock(&self.waiters);
-            let old = self.gen.fetch_add(1, Ordering::AcqRel);
+            // Every writer of `gen` holds this lock: a plain increment.
+            let old = self.gen.load(Ordering::Relaxed);
+            self.gen.store(old.wrapping_add(1), Ordering::Release);
+            if w.readers.is_empty() && w.writers.is_empty() && w.kept.is_empty() {
+                // Nobody to wake, no file kept: the common case (every
+                // open and close), with no lists taken and dropped.
+                w.parked = 0;
+                self.policy.forget();
+                w.registered = 0;
+                return;
+            }
             let unclaimed = super::fdkeep::hand_over(&mut w, old);
             self.policy.forget();
             w.registered = 0;

@@ -45,6 +45,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::sync::after_fork_child();
     crate::ctx::tls::after_fork_child();
     keep_only(w);
+    super::lone::after_fork_child();
     super::blocking::reset_after_fork();
     super::stack_pool::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();

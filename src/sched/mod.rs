@@ -31,6 +31,7 @@ pub mod fdtable;
 pub mod fork;
 pub mod fork_injector;
 pub mod identity;
+pub mod lone;
 pub mod netpoller;
 pub mod park;
 pub mod preempt;
@@ -93,6 +94,7 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static runtime:
 
 /// The first spawn starts the watchdog and the preemption monitor.
 fn on_spawn(rt: &'static runtime::Runtime) {
+    lone::note_spawn();
     watchdog::ensure_started(rt);
     preempt::ensure_started(rt);
 }
@@ -127,7 +129,17 @@ pub fn alone() -> bool {
 /// blocking call could not be cut short by the token.
 #[inline]
 pub fn parking() -> bool {
+    if lone::nothing_parks() {
+        return false;
+    }
     in_coroutine() && (!alone() || under_token())
+}
+
+/// Whether the caller is the process's only coroutine (`alone`, asked by
+/// a coroutine).
+#[inline]
+pub fn sole_coroutine() -> bool {
+    in_coroutine() && (lone::never_spawned() || alone())
 }
 
 /// Whether the running coroutine has a cancel token (C API).

@@ -57,6 +57,12 @@ thread_local! {
 /// without a switch of its worker, after its worker polled its netpoller. Outside a coroutine, or in a signal
 /// handler, nothing.
 pub fn yield_if_slice_spent() {
+    // The process's only coroutine has nobody to give its worker to, and
+    // makes its calls as natively (`parking`): no poll, no yield, no
+    // bookkeeping (an event loop's every call ends here).
+    if super::lone::never_spawned() {
+        return;
+    }
     let Some(w) = current_worker() else { return };
     if !in_coroutine() || in_signal_handler() {
         return;
@@ -85,8 +91,7 @@ pub fn yield_if_slice_spent() {
         return;
     }
     MARK.set(NONE);
-    // The process's only coroutine has nobody to give its worker to, and
-    // makes its calls as natively (`parking`): no poll, no yield.
+    // The process's only coroutine now (its threads ended): as above.
     if super::alone() {
         return;
     }

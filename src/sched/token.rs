@@ -258,7 +258,10 @@ pub fn enter(tok: Option<Arc<Inner>>) -> Result<Option<Arc<Inner>>, NotACoroutin
         o.detach(&t);
     }
     match &tok {
-        Some(n) => n.attach(&t),
+        Some(n) => {
+            super::lone::note_token();
+            n.attach(&t)
+        }
         None => {
             t.ident.cancel.fetch_and(!cancel::TOKEN, Ordering::SeqCst);
         }
