@@ -13,7 +13,12 @@
 //!   Only when the interrupted code runs on the coroutine's own stack: a
 //!   signal that lands while the scheduler switches stacks is made pending
 //!   instead (a handler may leave by longjmp, which must land on the
-//!   coroutine's stack, not the scheduler's);
+//!   coroutine's stack, not the scheduler's). Or inside a trampoline that
+//!   runs a handler in place there: a handler with SA_ONSTACK runs on the
+//!   worker's alternate stack, and a signal landing in it nests, as the
+//!   kernel nests it. One that lands on that stack past the trampoline's
+//!   last look is made pending, and a kick the worker sends itself, held
+//!   blocked until the outer handler's sigreturn, runs it there (`hold`);
 //! - else it is made pending where it belongs (main, the process, or the
 //!   coroutine that blocks a signal sent to it), without locks or
 //!   allocation, and a worker wakes the taker later.
