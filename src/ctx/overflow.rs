@@ -16,7 +16,9 @@
 //!
 //! and aborts. Any other fault is handed back: the previous disposition is
 //! restored and the faulting instruction re-executes, so a program's own
-//! SIGSEGV handling (or the default core dump) behaves as without corun.
+//! SIGSEGV handling (or the default core dump) behaves as without corun; a
+//! SIGSEGV or SIGBUS that was sent (`raise`, `kill`) is sent again to the
+//! thread, which gets it when the handler returns.
 //!
 //! The handler is corun's, not the program's: `sigaction` asks
 //! `program_action` what to report (SIG_DFL at start, or what the program
@@ -250,13 +252,25 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_v
     // Not ours: restore the previous disposition and return; the faulting
     // instruction runs again and meets it.
     // SAFETY: OLD_* were filled by install_handler before this handler could run.
-    unsafe {
+    let ignored = unsafe {
         let old = if sig == libc::SIGBUS {
             std::ptr::addr_of!(OLD_BUS)
         } else {
             std::ptr::addr_of!(OLD_SEGV)
         };
         crate::sys::real::sigaction(sig, old.cast(), std::ptr::null_mut());
+        (*old).assume_init_ref().sa_sigaction == libc::SIG_IGN
+    };
+    // SAFETY: as above, a valid siginfo.
+    let sent = unsafe { (*info).si_code } <= 0;
+    if sent && !ignored {
+        // A signal sent (raise, kill), not a fault: nothing runs again to
+        // meet the disposition, so it is sent again, to this thread; blocked
+        // while this handler runs, it is delivered when it returns. (CPython's
+        // faulthandler restores SIG_DFL and raises again to die by it: the
+        // process lived on and exited 0.)
+        // SAFETY: tgkill to this very thread.
+        unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), crate::sys::gettid(), sig) };
     }
 }
 

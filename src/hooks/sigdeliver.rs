@@ -13,7 +13,12 @@
 //!   Only when the interrupted code runs on the coroutine's own stack: a
 //!   signal that lands while the scheduler switches stacks is made pending
 //!   instead (a handler may leave by longjmp, which must land on the
-//!   coroutine's stack, not the scheduler's);
+//!   coroutine's stack, not the scheduler's). Or inside a trampoline that
+//!   runs a handler in place there: a handler with SA_ONSTACK runs on the
+//!   worker's alternate stack, and a signal landing in it nests, as the
+//!   kernel nests it. One that lands on that stack past the trampoline's
+//!   last look is made pending, and a kick the worker sends itself, held
+//!   blocked until the outer handler's sigreturn, runs it there (`hold`);
 //! - else it is made pending where it belongs (main, the process, or the
 //!   coroutine that blocks a signal sent to it), without locks or
 //!   allocation, and a worker wakes the taker later.
@@ -39,7 +44,8 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use libc::siginfo_t;
 
 use crate::sched::park::{
-    async_signal_enter, async_signal_leave, signal_handler_enter, signal_handler_leave,
+    async_signal_enter, async_signal_leave, in_place_delivery, in_place_enter, in_place_leave,
+    signal_handler_enter, signal_handler_leave,
 };
 use crate::sched::siginfo::{self, Info};
 use crate::sched::sigmask::{self, bit};
@@ -240,6 +246,24 @@ unsafe fn interrupted_sp(uc: *mut c_void) -> usize {
     }
 }
 
+/// Whether the code a signal interrupted ran on the thread's alternate
+/// signal stack: in a handler, whose kernel frame lies above it (the
+/// ucontext's `uc_stack` is the thread's alternate stack; the test is the
+/// kernel's `on_sig_stack`).
+///
+/// # Safety
+/// `uc` is NULL or the kernel's ucontext for this delivery.
+unsafe fn interrupted_on_altstack(uc: *mut c_void) -> bool {
+    // SAFETY: per the contract.
+    let Some(u) = (unsafe { (uc as *const libc::ucontext_t).as_ref() }) else {
+        return false;
+    };
+    let (lo, size) = (u.uc_stack.ss_sp as usize, u.uc_stack.ss_size);
+    // SAFETY: per the contract.
+    let sp = unsafe { interrupted_sp(uc) };
+    size != 0 && sp > lo && sp - lo <= size
+}
+
 /// A fault the kernel raised on this thread's instruction.
 fn is_fault(sig: c_int, info: &Info) -> bool {
     matches!(
@@ -260,7 +284,7 @@ fn is_kick(info: &Info) -> bool {
     // (A preemption request that found nothing to preempt is no signal
     // either: the trampoline returns before it gets here.)
     siginfo::code(info) == libc::SI_QUEUE
-        && siginfo::value(info) == signals::KICK_VALUE
+        && signals::is_marker_value(siginfo::value(info))
         // SAFETY: getpid has no preconditions.
         && siginfo::pid(info) == unsafe { libc::getpid() }
 }
@@ -328,6 +352,77 @@ fn natively(sig: c_int, info: *mut siginfo_t, uc: *mut c_void, inf: &Info) {
     }
 }
 
+/// The trampoline's decision for the running coroutine `t` (see the
+/// module's comment); `on_stack`: the handler may run here.
+fn deliver_to(
+    t: &Task,
+    sig: c_int,
+    info: *mut siginfo_t,
+    uc: *mut c_void,
+    inf: &Info,
+    on_stack: bool,
+) {
+    let open = t.ident.sigmask.load(Ordering::SeqCst) & bit(sig) == 0;
+    if is_kick(inf) {
+        if siginfo::value(inf) == signals::HELD_VALUE {
+            // Our own, held while a handler ran (`hold`): the signals it
+            // left pending run now, as they would have at its sigreturn.
+            if on_stack {
+                run_deferred(t);
+            }
+        // Preempted at a safe point, it runs them once resumed, where
+        // their waits can park (`preempt::redirect_for_signals`).
+        // Not at a safe point (in corun, in glibc): they stay pending
+        // and the preemption monitor retries until it is; except in the
+        // process's only coroutine, which the monitor never preempts and
+        // whose calls never park (`sched::parking`): they run here, as
+        // natively (a process signal the kernel gave an idle worker, for
+        // `main` asleep in `nanosleep`, waited for ever).
+        } else if on_stack && !sched::preempt::redirect_for_signals(uc) {
+            if sched::preempt::enabled() && !sched::alone() {
+                sched::preempt::signals_left_pending();
+            } else {
+                run_deferred(t);
+            }
+        }
+    } else if is_fault(sig, inf) {
+        in_place(t, sig, info, uc, on_stack);
+    } else if to_this_thread(sig, inf) {
+        if open && on_stack {
+            in_place(t, sig, info, uc, true);
+        } else {
+            signals::give(t, sig, inf);
+        }
+    } else if open && on_stack && (signals::task_is_main(t) || !signals::main_takes(sig)) {
+        in_place(t, sig, info, uc, true);
+    } else {
+        signals::to_process(sig, inf);
+    }
+}
+
+/// A trampoline nested in another of ours on this thread left a signal
+/// pending for `t`, the coroutine both interrupted, after the outer one
+/// looked for pending signals for the last time. Natively it would run as
+/// soon as the outer handler returns; but the running coroutine looks
+/// again only at its next park, and the process's only coroutine makes
+/// its blocking calls as natively: never. So this worker sends itself a
+/// held kick, blocked in the mask this trampoline returns with, which the
+/// outer handler's sigreturn unblocks: the kernel delivers it then, and
+/// the pending signals run (`deliver_to`). (A sleep of CPython's signal
+/// stress test lost its SIGALRM this way and waited for ever.)
+fn hold(t: &Task, uc: *mut c_void) {
+    let d = signals::deliverable(t);
+    if d == 0 || uc.is_null() {
+        return;
+    }
+    let sig = d.trailing_zeros() as c_int + 1;
+    // SAFETY: the kernel's ucontext for this delivery (checked non-null),
+    // ours until the handler returns.
+    let u = unsafe { &mut *(uc as *mut libc::ucontext_t) };
+    set_uc_mask(u, uc_mask(u) | bit(sig));
+    signals::send_marker(crate::sys::gettid(), sig, signals::HELD_VALUE);
+}
+
 /// What the kernel calls for every signal the program handles.
 pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c_void) {
     let i = sig as usize;
@@ -368,32 +463,23 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
         Some(t) => {
             // SAFETY: `uc` is the kernel's ucontext for this delivery.
             let sp = unsafe { interrupted_sp(uc) };
-            let on_stack = sched::current_stack().is_some_and(|(lo, hi)| (lo..hi).contains(&sp));
-            let open = t.ident.sigmask.load(Ordering::SeqCst) & bit(sig) == 0;
-            if is_kick(&inf) {
-                // Preempted at a safe point, it runs them once resumed, where
-                // their waits can park (`preempt::redirect_for_signals`).
-                // Not at a safe point (in corun, in glibc): they stay pending
-                // and the preemption monitor retries until it is.
-                if on_stack && !sched::preempt::redirect_for_signals(uc) {
-                    if sched::preempt::enabled() {
-                        sched::preempt::signals_left_pending();
-                    } else {
-                        run_deferred(&t);
-                    }
-                }
-            } else if is_fault(sig, &inf) {
-                in_place(&t, sig, info, uc, on_stack);
-            } else if to_this_thread(sig, &inf) {
-                if open && on_stack {
-                    in_place(&t, sig, info, uc, true);
-                } else {
-                    signals::give(&t, sig, &inf);
-                }
-            } else if open && on_stack && (signals::task_is_main(&t) || !signals::main_takes(sig)) {
-                in_place(&t, sig, info, uc, true);
-            } else {
-                signals::to_process(sig, &inf);
+            // On the coroutine's stack, or inside a trampoline that runs a
+            // signal in place for it there (a handler with SA_ONSTACK runs
+            // on the worker's alternate stack): the kernel would nest this
+            // one in it, and so does corun.
+            let on_stack = sched::current_stack().is_some_and(|(lo, hi)| (lo..hi).contains(&sp))
+                || in_place_delivery();
+            if on_stack {
+                in_place_enter();
+            }
+            deliver_to(&t, sig, info, uc, &inf, on_stack);
+            if on_stack {
+                in_place_leave();
+            // SAFETY: `uc` is the kernel's ucontext for this delivery.
+            } else if unsafe { interrupted_on_altstack(uc) } {
+                // Nested in a trampoline of ours past its last look (or
+                // in one that did not interrupt the coroutine's code).
+                hold(&t, uc);
             }
         }
     }

@@ -90,7 +90,7 @@ fn wait_parking(
             // SAFETY: getpid has no preconditions.
             let me = unsafe { libc::getpid() };
             if siginfo::code(&inf) == libc::SI_QUEUE
-                && (siginfo::value(&inf) == signals::KICK_VALUE
+                && (signals::is_marker_value(siginfo::value(&inf))
                     || crate::sched::preempt::is_request(&inf))
                 && siginfo::pid(&inf) == me
             {

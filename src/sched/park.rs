@@ -84,6 +84,13 @@ use crate::sys::static_tls::AsyncDepth as ASYNC_DEPTH;
 /// instead of parking inside the handler. Initial-exec TLS
 /// (`sys::static_tls`), as `ASYNC_DEPTH`.
 use crate::sys::static_tls::SignalDepth as SIGNAL_DEPTH;
+std::thread_local! {
+    /// Of those, the trampolines that run a signal in place for the
+    /// coroutine they interrupted on its own stack: a signal that lands
+    /// inside one (on the worker's alternate stack, SA_ONSTACK) runs in
+    /// place too, nested, as the kernel nests it (`sigdeliver`).
+    static IN_PLACE_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
 
 /// A signal handler starts on this thread (called by the hooks'
 /// trampoline; async-signal-safe: a const thread-local).
@@ -106,10 +113,26 @@ pub fn async_signal_leave() {
     ASYNC_DEPTH::set(ASYNC_DEPTH::get().saturating_sub(1));
 }
 
+/// A trampoline starts (or stops) delivering in place for the coroutine
+/// it interrupted on its own stack.
+pub fn in_place_enter() {
+    IN_PLACE_DEPTH.set(IN_PLACE_DEPTH.get().saturating_add(1));
+}
+
+pub fn in_place_leave() {
+    IN_PLACE_DEPTH.set(IN_PLACE_DEPTH.get().saturating_sub(1));
+}
+
+/// Whether a trampoline delivering in place is under way on this thread.
+pub fn in_place_delivery() -> bool {
+    IN_PLACE_DEPTH.get() != 0
+}
+
 /// A handler left by longjmp: it will never return.
 pub fn signal_handler_reset() {
     SIGNAL_DEPTH::set(0);
     ASYNC_DEPTH::set(0);
+    IN_PLACE_DEPTH.set(0);
 }
 
 /// Whether a handler the kernel started runs on this thread: code here may

@@ -66,6 +66,16 @@ use super::worker::current_worker;
 
 /// `si_value` of a kick (with SI_QUEUE and our own pid).
 pub const KICK_VALUE: u64 = 0x636f_7275_6e4b_4943;
+/// `si_value` of a held kick: one a worker sends itself from a nested
+/// handler, blocked until the outer handler returns (`sigdeliver::hold`).
+pub const HELD_VALUE: u64 = 0x636f_7275_6e48_4c44;
+
+/// Whether a SI_QUEUE value is one of corun's markers (a kick, held or
+/// not), never the program's signal.
+pub fn is_marker_value(v: u64) -> bool {
+    v == KICK_VALUE || v == HELD_VALUE
+}
+
 /// `ident.sig.armed`: an interruptible call is under way.
 const ARMED: u64 = 1 << 63;
 
@@ -428,13 +438,19 @@ pub(super) fn kick_if_running(t: &Task, sig: i32) {
     if tid == 0 || tid == crate::sys::gettid() {
         return;
     }
+    send_marker(tid, sig, KICK_VALUE);
+}
+
+/// Sends signal `sig` with corun's marker `value` (SI_QUEUE, our pid) to
+/// thread `tid` of this process. Async-signal-safe.
+pub fn send_marker(tid: i32, sig: i32, value: u64) {
     let mut info = [0u64; siginfo::WORDS];
     // SAFETY: getpid/getuid have no preconditions.
     let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
     info[0] = sig as u32 as u64;
     info[1] = libc::SI_QUEUE as u32 as u64;
     info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
-    info[3] = KICK_VALUE;
+    info[3] = value;
     // SAFETY: a siginfo buffer of the kernel's size; SI_QUEUE (negative)
     // may be sent to a thread of our own process.
     unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, sig, info.as_ptr()) };
