@@ -36,6 +36,7 @@ pub mod park;
 pub mod preempt;
 mod preempt_asm;
 mod preempt_safe;
+mod preempt_table;
 pub mod prefetch;
 pub mod resume;
 pub mod run_loop;

@@ -209,6 +209,7 @@ pub fn reset_after_fork() {
     for w in &WANT {
         w.store(0, Ordering::Relaxed);
     }
+    super::preempt_safe::reset_after_fork();
 }
 
 fn monitor(rt: &'static Runtime) {
@@ -411,7 +412,7 @@ fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) -> bool {
     if sp < lo || sp >= top || sp - lo < room {
         return false;
     }
-    if !super::preempt_safe::is_safe_point(pc, sp, top, start) {
+    if !super::preempt_safe::is_safe_point(&dwarf_registers(g), top, start) {
         return false;
     }
     // The kernel's signal frame lies below the red zone: the trampoline
@@ -420,6 +421,19 @@ fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) -> bool {
     g[libc::REG_RSP as usize] = (sp - 128) as i64;
     g[libc::REG_RIP as usize] = super::preempt_asm::entry() as i64;
     true
+}
+
+/// The interrupted registers by DWARF number (x86_64 psABI: rax, rdx,
+/// rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, then the pc as the return
+/// address column), for the frame walk.
+#[cfg(target_arch = "x86_64")]
+fn dwarf_registers(g: &[i64; 23]) -> [Option<usize>; super::cfi::NREGS] {
+    use libc::*;
+    let order = [
+        REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_R8, REG_R9,
+        REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP,
+    ];
+    order.map(|r| Some(g[r as usize] as usize))
 }
 
 #[cfg(not(target_arch = "x86_64"))]
