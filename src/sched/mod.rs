@@ -35,6 +35,7 @@ pub mod netpoller;
 pub mod park;
 pub mod preempt;
 mod preempt_asm;
+mod preempt_refusals;
 mod preempt_safe;
 mod preempt_table;
 pub mod prefetch;

@@ -68,6 +68,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cfi::NREGS;
+use super::preempt_refusals::Refusal;
 use super::preempt_table::{self, Found, Kind, Reader};
 use super::unwind::{self, Object, Regs, MAX_SEGMENTS};
 
@@ -305,28 +306,30 @@ fn walk(t: &Reader, regs: &Regs, top: usize, start: usize) -> Walk {
 /// `START_ROUTINE_BYTES` is not held against the thread; without that, no
 /// `std::thread` was ever preempted. Async-signal-safe: reads the
 /// published table, the objects it lists and the stack only.
-pub fn is_safe_point(regs: &[Option<usize>; NREGS], top: usize, start: usize) -> bool {
+pub fn is_safe_point(
+    regs: &[Option<usize>; NREGS],
+    top: usize,
+    start: usize,
+) -> Result<(), Refusal> {
     let (Some(pc), Some(sp)) = (regs[RA], regs[RSP]) else {
-        return false;
+        return Err(Refusal::StackRoom);
     };
     if sp & 7 != 0 || top <= sp {
-        return false;
+        return Err(Refusal::StackRoom);
     }
-    let Some(t) = Reader::current() else {
-        return false;
-    };
+    let t = Reader::current().ok_or(Refusal::NoTable)?;
     if t.code_at(pc)
         .is_some_and(|(_, kind, _)| kind != Kind::Other)
     {
-        return false;
+        return Err(Refusal::PcInRuntime);
     }
     let from = match walk(&t, regs, top, start) {
-        Walk::Held => return false,
+        Walk::Held => return Err(Refusal::FrameInRuntime),
         Walk::From(from) => from,
     };
     let from = (from & !7).max(sp);
     if (top - from) / 8 > MAX_SCAN_WORDS {
-        return false;
+        return Err(Refusal::TooDeep);
     }
     let mut p = from;
     while p < top {
@@ -335,8 +338,8 @@ pub fn is_safe_point(regs: &[Option<usize>; NREGS], top: usize, start: usize) ->
         let v = unsafe { *(p as *const usize) };
         p += 8;
         if let Return::Runtime = classify(&t, v, start) {
-            return false;
+            return Err(Refusal::WordInRuntime);
         }
     }
-    true
+    Ok(())
 }
