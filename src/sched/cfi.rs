@@ -8,7 +8,9 @@
 //! register, or undefined; remember/restore state. A DWARF expression
 //! (PLT stubs, some signal trampolines) is recognised and reported, not
 //! evaluated: the walk stops there. Every byte is read through `Cur`,
-//! bounded by its record's end and by the object's segments.
+//! bounded by its record's end and by the object's segments. Nothing here
+//! allocates or locks: the preemption handler walks a stack with it
+//! (`preempt_walk.rs`).
 
 use super::unwind::Object;
 
@@ -226,14 +228,20 @@ fn parse_cie(o: &Object, at: usize) -> Option<Cie> {
     }
     let mut c = Cur { o, pos: body, end };
     let version = c.u8()?;
-    let mut aug = Vec::new();
+    // The augmentation string, at most 8 bytes (no allocation: this runs
+    // in the preemption signal handler too, `preempt_walk.rs`).
+    let (mut aug, mut naug) = ([0u8; 8], 0usize);
     loop {
         match c.u8()? {
             0 => break,
-            b if aug.len() < 8 => aug.push(b),
+            b if naug < aug.len() => {
+                aug[naug] = b;
+                naug += 1;
+            }
             _ => return None,
         }
     }
+    let aug = &aug[..naug];
     if version == 4 {
         c.u8()?;
         c.u8()?;
@@ -296,7 +304,10 @@ pub(super) fn execute(
         pos: instr.0,
         end: instr.1,
     };
-    let mut saved: Vec<Row> = Vec::new();
+    // DW_CFA_remember_state's stack, in place (no allocation: see
+    // `parse_cie`).
+    let mut saved = [*initial; MAX_REMEMBERED];
+    let mut nsaved = 0usize;
     let da = cie.data_align;
     let set = |row: &mut Row, reg: u64, rule: Rule| {
         if let Some(r) = row.rules.get_mut(reg as usize) {
@@ -361,14 +372,13 @@ pub(super) fn execute(
                     None
                 }
                 0x0a => {
-                    if saved.len() >= MAX_REMEMBERED {
-                        return None;
-                    }
-                    saved.push(*row);
+                    *saved.get_mut(nsaved)? = *row;
+                    nsaved += 1;
                     None
                 }
                 0x0b => {
-                    *row = saved.pop()?;
+                    nsaved = nsaved.checked_sub(1)?;
+                    *row = saved[nsaved];
                     None
                 }
                 0x0c => {

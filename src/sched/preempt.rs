@@ -84,6 +84,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::park::{current, in_async_signal_handler, in_signal_handler, suspend};
+use super::preempt_refusals::Refusal;
 use super::runtime::Runtime;
 use super::siginfo::{self, Info};
 use super::worker::{current_worker, Worker};
@@ -107,8 +108,11 @@ const GRANULARITY_NS: u64 = 1_000_000;
 /// by the worker's own thread only; may be early (a timer cancelled since),
 /// which costs one needless preemption, after which it is exact again.
 static NEXT_TIMER: [AtomicU64; MAX_WORKERS] = [const { AtomicU64::new(u64::MAX) }; MAX_WORKERS];
-/// Requests sent, and preemptions made.
+/// Requests sent, handled (a request sent while the previous one is still
+/// pending, the worker's thread waiting for a CPU, is merged with it), and
+/// preemptions made.
 static SENT: AtomicU64 = AtomicU64::new(0);
+static HANDLED: AtomicU64 = AtomicU64::new(0);
 static DONE: AtomicU64 = AtomicU64::new(0);
 
 /// Turns preemption on with a slice of `ms` (0: off). False if this CPU
@@ -138,9 +142,14 @@ pub fn disable() {
     SLICE_NS.store(0, Ordering::Relaxed);
 }
 
-/// (requests sent, preemptions made), for the statistics.
-pub fn counts() -> (u64, u64) {
-    (SENT.load(Ordering::Relaxed), DONE.load(Ordering::Relaxed))
+/// (requests sent, requests handled, preemptions made), for the
+/// statistics.
+pub fn counts() -> (u64, u64, u64) {
+    (
+        SENT.load(Ordering::Relaxed),
+        HANDLED.load(Ordering::Relaxed),
+        DONE.load(Ordering::Relaxed),
+    )
 }
 
 std::thread_local! {
@@ -209,6 +218,7 @@ pub fn reset_after_fork() {
     for w in &WANT {
         w.store(0, Ordering::Relaxed);
     }
+    super::preempt_safe::reset_after_fork();
 }
 
 fn monitor(rt: &'static Runtime) {
@@ -344,25 +354,34 @@ fn send(w: &Worker) {
 /// running coroutine if it is at a safe point (see the top of this file).
 /// Async-signal-safe; errno is kept.
 pub fn on_signal(uc: *mut c_void) {
-    let Some(w) = current_worker() else { return };
+    HANDLED.fetch_add(1, Ordering::Relaxed);
+    if let Err(r) = try_preempt(uc) {
+        super::preempt_refusals::note(r);
+    }
+}
+
+/// `on_signal`'s test and redirection; the reason when refused.
+fn try_preempt(uc: *mut c_void) -> Result<(), Refusal> {
+    let w = current_worker().ok_or(Refusal::RunOver)?;
     let want = WANT[w.index].swap(0, Ordering::SeqCst);
     if want == 0 || want != w.switches.load(Ordering::Relaxed).wrapping_add(1) || uc.is_null() {
-        return;
+        return Err(Refusal::RunOver);
     }
     if super::confined::is() || in_signal_handler() || in_async_signal_handler() {
-        return;
+        return Err(Refusal::NotNow);
     }
-    let Some(t) = current() else { return };
-    if t.id != w.running_id.load(Ordering::Relaxed)
-        || (super::alone() && super::signals::deliverable(&t) == 0)
-        || FILE_LOCKS.get() != 0
-    {
-        return;
+    let t = current().ok_or(Refusal::RunOver)?;
+    if t.id != w.running_id.load(Ordering::Relaxed) {
+        return Err(Refusal::RunOver);
     }
-    let Some((lo, top)) = super::park::current_stack() else {
-        return;
-    };
-    let _ = redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed));
+    if super::alone() && super::signals::deliverable(&t) == 0 {
+        return Err(Refusal::NotNow);
+    }
+    if FILE_LOCKS.get() != 0 {
+        return Err(Refusal::FileLock);
+    }
+    let (lo, top) = super::park::current_stack().ok_or(Refusal::StackRoom)?;
+    redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed))
 }
 
 /// A kick (`signals.rs`) for the running coroutine's pending signals: when
@@ -393,12 +412,12 @@ pub fn redirect_for_signals(uc: *mut c_void) -> bool {
     let Some((lo, top)) = super::park::current_stack() else {
         return false;
     };
-    redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed))
+    redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed)).is_ok()
 }
 
 /// Whether the ucontext was rewritten to enter `corun_async_preempt`.
 #[cfg(target_arch = "x86_64")]
-fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) -> bool {
+fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) -> Result<(), Refusal> {
     // SAFETY: the kernel's ucontext for this delivery (checked non-null),
     // ours until the handler returns.
     let uc = unsafe { &mut *(uc as *mut libc::ucontext_t) };
@@ -409,22 +428,33 @@ fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) -> bool {
     );
     let room = 128 + super::preempt_asm::STACK_NEEDED;
     if sp < lo || sp >= top || sp - lo < room {
-        return false;
+        return Err(Refusal::StackRoom);
     }
-    if !super::preempt_safe::is_safe_point(pc, sp, top, start) {
-        return false;
-    }
+    super::preempt_safe::is_safe_point(&dwarf_registers(g), top, start)?;
     // The kernel's signal frame lies below the red zone: the trampoline
     // makes its return address slot itself, from this thread's TLS word.
     super::preempt_asm::set_return_pc(pc);
     g[libc::REG_RSP as usize] = (sp - 128) as i64;
     g[libc::REG_RIP as usize] = super::preempt_asm::entry() as i64;
-    true
+    Ok(())
+}
+
+/// The interrupted registers by DWARF number (x86_64 psABI: rax, rdx,
+/// rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, then the pc as the return
+/// address column), for the frame walk.
+#[cfg(target_arch = "x86_64")]
+fn dwarf_registers(g: &[i64; 23]) -> [Option<usize>; super::cfi::NREGS] {
+    use libc::*;
+    let order = [
+        REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_R8, REG_R9,
+        REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP,
+    ];
+    order.map(|r| Some(g[r as usize] as usize))
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn redirect(_uc: *mut c_void, _lo: usize, _top: usize, _start: usize) -> bool {
-    false
+fn redirect(_uc: *mut c_void, _lo: usize, _top: usize, _start: usize) -> Result<(), Refusal> {
+    Err(Refusal::PcInRuntime)
 }
 
 /// Called by `corun_async_preempt`, in normal context on the preempted

@@ -21,11 +21,31 @@
 //!   called back from inside them with their lock held (a `qsort`
 //!   comparator is harmless, but a constructor run by `dlopen`, a
 //!   `dl_iterate_phdr` callback, a `fopencookie` function or a printf
-//!   extension run under the loader's or a FILE's lock). The stack is
-//!   scanned word by word from the interrupted sp to its top for values
-//!   that point just after a call instruction into those libraries: a
-//!   stale word left in a frame makes the test refuse where it could have
-//!   accepted (the next tick tries again), never the reverse.
+//!   extension run under the loader's or a FILE's lock).
+//!
+//! # Finding the frames
+//!
+//! The frames are followed from the interrupted registers with the
+//! objects' DWARF call frame information (`unwind::step`, the tables
+//! compilers emit for every instruction on x86_64, which C++ exceptions
+//! rely on): each return address read where the rules say is a real
+//! frame's, and checked. Where the walk cannot go on (code with no unwind
+//! table: JIT-compiled code, hand-written assembly; a rule not modelled; a
+//! return address that does not follow a call instruction, so doubtful
+//! rules; the base of the stack), the rest of the stack, from that frame's
+//! sp to the top, is scanned word by word for values that point just
+//! after a call instruction into those libraries. A word the scan finds
+//! may be stale (left by a call that returned, in a frame's unused slots):
+//! it makes the test refuse where it could have accepted (the next tick
+//! tries again), never the reverse.
+//!
+//! Scanning the whole stack, as this did first, refused for good a thread
+//! whose live frames hold such stale words: Ruby 3.1's interpreter loop
+//! keeps words from earlier `malloc` calls in the frames of
+//! `rb_vrescue2` and `rb_rescue2` just above its sp, and its thread start
+//! reserves a 1 MiB frame (deeper than the scan's bound), so a thread
+//! that computes was never preempted, and the main thread waiting for the
+//! interpreter lock never ran on its worker again.
 //!
 //! corun's own frames are not looked for on the stack: corun calls the
 //! program's code (start routines, handlers, destructors) holding none of
@@ -36,22 +56,34 @@
 //!
 //! # Tables
 //!
-//! The ranges are found with `dl_iterate_phdr` by the monitor thread
+//! The objects are found with `dl_iterate_phdr` by the monitor thread
 //! (never in the handler: it takes the loader's lock), again whenever the
-//! loader's add/remove counts moved, and published under a sequence
-//! number: the handler reads them without a lock and refuses when a
-//! rewrite was under way.
+//! loader's add/remove counts moved, just before each request, and
+//! published for the handler (`preempt_table.rs`). The handler reads only
+//! the stack between the interrupted sp and its top, and the bytes of
+//! objects the table lists. An object unloaded, and another loaded at its
+//! address and called, between the monitor's look and the handler is the
+//! one case not guarded against (as in `unwind.rs`).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Ranges kept at most (each library has one or two executable segments).
-const MAX_RANGES: usize = 48;
-/// Stack words scanned at most (512 KiB): a deeper stack is refused.
+use super::cfi::NREGS;
+use super::preempt_refusals::Refusal;
+use super::preempt_table::{self, Found, Kind, Reader};
+use super::unwind::{self, Object, Regs, MAX_SEGMENTS};
+
+/// Stack words scanned at most (512 KiB), past the frames the walk
+/// followed: a deeper rest is refused.
 const MAX_SCAN_WORDS: usize = 64 * 1024;
+/// Frames followed at most; the rest of a deeper stack is scanned.
+const MAX_WALK_FRAMES: usize = 256;
+/// DWARF register numbers (x86_64 psABI): rsp, return address.
+const RSP: usize = 7;
+const RA: usize = 16;
 
 /// Libraries whose code and callers-back are not safe points (by the
 /// start of their file name).
-const RUNTIME_LIBS: [&[u8]; 10] = [
+const RUNTIME_LIBS: [&[u8]; 9] = [
     b"libc.so",
     b"ld-linux",
     b"ld64.so",
@@ -61,23 +93,13 @@ const RUNTIME_LIBS: [&[u8]; 10] = [
     b"libgcc_s.so",
     b"libstdc++.so",
     b"libgomp.so",
-    b"libcorun",
 ];
 
-/// Odd while the table is rewritten.
-static SEQ: AtomicU64 = AtomicU64::new(0);
-static COUNT: AtomicUsize = AtomicUsize::new(0);
-static LO: [AtomicUsize; MAX_RANGES] = [const { AtomicUsize::new(0) }; MAX_RANGES];
-static HI: [AtomicUsize; MAX_RANGES] = [const { AtomicUsize::new(0) }; MAX_RANGES];
-/// corun's own executable range (pc only).
-static OWN_LO: AtomicUsize = AtomicUsize::new(0);
-static OWN_HI: AtomicUsize = AtomicUsize::new(0);
 /// The loader's adds and removes when the table was made (+1; 0: never).
 static LOADS: AtomicU64 = AtomicU64::new(0);
 
-struct Found {
-    ranges: Vec<(usize, usize)>,
-    own: (usize, usize),
+struct Listing {
+    objects: Vec<Found>,
     loads: u64,
 }
 
@@ -94,9 +116,12 @@ unsafe extern "C" fn each(
     data: *mut libc::c_void,
 ) -> i32 {
     // SAFETY: dl_iterate_phdr passes a valid info for the duration of the
-    // call, and `data` is the `Found` that `refresh` lent.
-    let (info, found) = unsafe { (&*info, &mut *(data as *mut Found)) };
+    // call, and `data` is the `Listing` that `refresh` lent.
+    let (info, found) = unsafe { (&*info, &mut *(data as *mut Listing)) };
     found.loads = info.dlpi_adds.wrapping_add(info.dlpi_subs);
+    if found.objects.len() >= preempt_table::MAX_OBJECTS {
+        return 0;
+    }
     let name = if info.dlpi_name.is_null() {
         &b""[..]
     } else {
@@ -105,60 +130,61 @@ unsafe extern "C" fn each(
     };
     let base = basename(name);
     let own_fn = yield_marker as *const () as usize;
-    let runtime = RUNTIME_LIBS.iter().any(|p| base.starts_with(p));
+    let mut object = Object {
+        segments: [(0, 0, false); MAX_SEGMENTS],
+        nseg: 0,
+        hdr: 0,
+    };
     for i in 0..info.dlpi_phnum as usize {
         // SAFETY: dlpi_phdr holds dlpi_phnum headers.
         let ph = unsafe { &*info.dlpi_phdr.add(i) };
-        if ph.p_type != libc::PT_LOAD || ph.p_flags & libc::PF_X == 0 {
-            continue;
-        }
-        let lo = info.dlpi_addr as usize + ph.p_vaddr as usize;
-        let hi = lo + ph.p_memsz as usize;
-        if (lo..hi).contains(&own_fn) {
-            found.own = (lo, hi);
-            found.ranges.push((lo, hi));
-        } else if runtime {
-            found.ranges.push((lo, hi));
+        let lo = (info.dlpi_addr as usize).wrapping_add(ph.p_vaddr as usize);
+        match ph.p_type {
+            libc::PT_LOAD if object.nseg < MAX_SEGMENTS => {
+                let x = ph.p_flags & libc::PF_X != 0;
+                object.segments[object.nseg] = (lo, lo + ph.p_memsz as usize, x);
+                object.nseg += 1;
+            }
+            libc::PT_GNU_EH_FRAME => object.hdr = lo,
+            _ => {}
         }
     }
+    let kind = if object.holds_code(own_fn) {
+        Kind::Own
+    } else if RUNTIME_LIBS.iter().any(|p| base.starts_with(p)) {
+        Kind::Runtime
+    } else {
+        Kind::Other
+    };
+    found.objects.push(Found { object, kind });
     0
 }
 
-/// A function of corun's own, to find corun's segment.
+/// A function of corun's own, to find corun's object.
 #[inline(never)]
 fn yield_marker() {}
 
-/// Re-reads the ranges if the loader's set of objects changed. Normal
+/// Re-reads the objects if the loader's set of objects changed. Normal
 /// context only (the monitor thread).
 pub fn refresh() {
-    let mut found = Found {
-        ranges: Vec::with_capacity(MAX_RANGES),
-        own: (0, 0),
+    let mut found = Listing {
+        objects: Vec::with_capacity(64),
         loads: 0,
     };
-    // SAFETY: a callback of the right type and a `Found` that outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Found as *mut libc::c_void) };
+    // SAFETY: a callback of the right type and a `Listing` that outlives
+    // the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Listing as *mut libc::c_void) };
     let loads = found.loads.wrapping_add(1);
     if LOADS.load(Ordering::Relaxed) == loads {
         return;
     }
-    SEQ.fetch_add(1, Ordering::SeqCst);
-    let n = found.ranges.len().min(MAX_RANGES);
-    for (i, (lo, hi)) in found.ranges.iter().take(n).enumerate() {
-        LO[i].store(*lo, Ordering::Relaxed);
-        HI[i].store(*hi, Ordering::Relaxed);
-    }
-    COUNT.store(n, Ordering::Relaxed);
-    OWN_LO.store(found.own.0, Ordering::Relaxed);
-    OWN_HI.store(found.own.1, Ordering::Relaxed);
-    SEQ.fetch_add(1, Ordering::SeqCst);
+    preempt_table::publish(&found.objects);
     LOADS.store(loads, Ordering::Relaxed);
 }
 
-/// Whether `a` is in one of the runtime ranges (corun's included).
-#[inline]
-fn in_runtime(a: usize, n: usize) -> bool {
-    (0..n).any(|i| a >= LO[i].load(Ordering::Relaxed) && a < HI[i].load(Ordering::Relaxed))
+/// In a forked child (its only thread runs no handler).
+pub fn reset_after_fork() {
+    preempt_table::reset_after_fork();
 }
 
 /// Whether the bytes before `ra` end with a call instruction (a return
@@ -178,53 +204,142 @@ unsafe fn after_call(ra: usize) -> bool {
         .any(|&k| b(k) == 0xff && (b(k - 1) >> 3) & 7 == 2)
 }
 
+/// What a value found on the stack is, as a return address.
+enum Return {
+    /// Not one: no code there, or no call instruction before it.
+    No,
+    /// Into a runtime library: a frame that may hold its lock.
+    Runtime,
+    /// Into other code (corun's included).
+    Other,
+}
+
 /// How far into a thread's start routine a return address may lie and be
 /// its call of the thread's body (see `is_safe_point`).
 const START_ROUTINE_BYTES: usize = 512;
 
-/// Whether a coroutine interrupted at `pc` with stack `sp .. top` may be
-/// preempted there (see the top of this file). `start` is the thread's
-/// start routine: when it lives in one of the libraries (a C++
-/// `std::thread` starts in libstdc++'s `execute_native_thread_routine`,
-/// which only calls the thread's callable and holds no lock), the return
-/// address into its first `START_ROUTINE_BYTES` is not held against the
-/// thread; without that, no `std::thread` was ever preempted.
-/// Async-signal-safe: reads the published table and the stack only.
-pub fn is_safe_point(pc: usize, sp: usize, top: usize, start: usize) -> bool {
-    let seq = SEQ.load(Ordering::SeqCst);
-    if seq & 1 == 1 || LOADS.load(Ordering::Relaxed) == 0 {
-        return false;
+fn classify(t: &Reader, v: usize, start: usize) -> Return {
+    if v < 8 {
+        return Return::No;
     }
-    let n = COUNT.load(Ordering::Relaxed);
-    if in_runtime(pc, n) {
-        return false;
+    let Some(((lo, hi), kind, _)) = t.code_at(v - 1) else {
+        return Return::No;
+    };
+    // SAFETY: `v - 7 .. v` lies in an executable segment of a loaded
+    // object (checked just before).
+    if v - 7 < lo || v > hi || !unsafe { after_call(v) } {
+        return Return::No;
     }
-    let (own_lo, own_hi) = (
-        OWN_LO.load(Ordering::Relaxed),
-        OWN_HI.load(Ordering::Relaxed),
-    );
-    if sp & 7 != 0 || top <= sp || (top - sp) / 8 > MAX_SCAN_WORDS {
-        return false;
+    match kind {
+        Kind::Runtime if !(start != 0 && v > start && v - start < START_ROUTINE_BYTES) => {
+            Return::Runtime
+        }
+        _ => Return::Other,
     }
-    let mut p = sp;
+}
+
+/// Where the frame walk ended.
+enum Walk {
+    /// At a frame returning into a runtime library.
+    Held,
+    /// Unable to go on from the frame whose sp this is: the rest of the
+    /// stack is to be scanned.
+    From(usize),
+}
+
+/// Follows the frames from `regs` (the interrupted ones, by DWARF number)
+/// up the stack `[regs[RSP], top)` (see the top of this file).
+fn walk(t: &Reader, regs: &Regs, top: usize, start: usize) -> Walk {
+    let Some(low) = regs[RSP] else {
+        return Walk::From(top);
+    };
+    let read = |a: usize| -> Option<usize> {
+        if !a.is_multiple_of(8) || a < low || a.checked_add(8)? > top {
+            return None;
+        }
+        // SAFETY: an aligned word of the interrupted coroutine's live
+        // stack, mapped and readable.
+        Some(unsafe { std::ptr::read_volatile(a as *const usize) })
+    };
+    let mut regs = *regs;
+    let mut sp = low;
+    // The interrupted pc is exact; return addresses are looked up at the
+    // call instruction, just before.
+    let mut look = regs[RA].unwrap_or(0);
+    for _ in 0..MAX_WALK_FRAMES {
+        let Some((_, _, index)) = t.code_at(look) else {
+            return Walk::From(sp);
+        };
+        let Some(object) = t.object(index) else {
+            return Walk::From(sp);
+        };
+        let Some((next, signal)) = unwind::step(&object, &regs, look, top, read) else {
+            return Walk::From(sp);
+        };
+        let (Some(ra), Some(cfa)) = (next[RA], next[RSP]) else {
+            return Walk::From(sp);
+        };
+        // A signal frame's pc is no return address: not expected on a
+        // coroutine's stack outside a handler, left to the scan.
+        if signal {
+            return Walk::From(sp);
+        }
+        match classify(t, ra, start) {
+            Return::Runtime => return Walk::Held,
+            Return::No => return Walk::From(sp),
+            Return::Other => {}
+        }
+        regs = next;
+        sp = cfa;
+        look = ra - 1;
+    }
+    Walk::From(sp)
+}
+
+/// Whether a coroutine interrupted with registers `regs` (by DWARF number,
+/// `cfi::NREGS` of them: the pc as the return address column) and stack
+/// `regs[RSP] .. top` may be preempted there (see the top of this file).
+/// `start` is the thread's start routine: when it lives in one of the
+/// libraries (a C++ `std::thread` starts in libstdc++'s
+/// `execute_native_thread_routine`, which only calls the thread's callable
+/// and holds no lock), the return address into its first
+/// `START_ROUTINE_BYTES` is not held against the thread; without that, no
+/// `std::thread` was ever preempted. Async-signal-safe: reads the
+/// published table, the objects it lists and the stack only.
+pub fn is_safe_point(
+    regs: &[Option<usize>; NREGS],
+    top: usize,
+    start: usize,
+) -> Result<(), Refusal> {
+    let (Some(pc), Some(sp)) = (regs[RA], regs[RSP]) else {
+        return Err(Refusal::StackRoom);
+    };
+    if sp & 7 != 0 || top <= sp {
+        return Err(Refusal::StackRoom);
+    }
+    let t = Reader::current().ok_or(Refusal::NoTable)?;
+    if t.code_at(pc)
+        .is_some_and(|(_, kind, _)| kind != Kind::Other)
+    {
+        return Err(Refusal::PcInRuntime);
+    }
+    let from = match walk(&t, regs, top, start) {
+        Walk::Held => return Err(Refusal::FrameInRuntime),
+        Walk::From(from) => from,
+    };
+    let from = (from & !7).max(sp);
+    if (top - from) / 8 > MAX_SCAN_WORDS {
+        return Err(Refusal::TooDeep);
+    }
+    let mut p = from;
     while p < top {
         // SAFETY: `sp .. top` is the interrupted coroutine's live stack,
-        // mapped and readable.
+        // mapped and readable, and `from` lies in it.
         let v = unsafe { *(p as *const usize) };
         p += 8;
-        if v < 8
-            || (v >= own_lo && v < own_hi)
-            || (start != 0 && v > start && v - start < START_ROUTINE_BYTES)
-            || !in_runtime(v, n)
-        {
-            continue;
-        }
-        let start_ok = (0..n)
-            .any(|i| v - 7 >= LO[i].load(Ordering::Relaxed) && v <= HI[i].load(Ordering::Relaxed));
-        // SAFETY: `v - 7 .. v` lies in an executable mapping (checked).
-        if !start_ok || unsafe { after_call(v) } {
-            return false;
+        if let Return::Runtime = classify(&t, v, start) {
+            return Err(Refusal::WordInRuntime);
         }
     }
-    SEQ.load(Ordering::SeqCst) == seq
+    Ok(())
 }

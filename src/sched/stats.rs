@@ -191,11 +191,18 @@ pub fn report() -> String {
         super::blocking::inline_answers().to_string(),
     );
     line("stalls", t.stalls.to_string());
-    let (sent, preempted) = super::preempt::counts();
+    let (sent, handled, preempted) = super::preempt::counts();
     line(
         "preemptions",
-        format!("{preempted} (of {sent} requests; the others found no safe point)"),
+        format!(
+            "{preempted} (of {sent} requests, {handled} handled: a request sent while one is \
+             pending is merged with it; the others found no safe point)"
+        ),
     );
+    let refused = super::preempt_refusals::summary();
+    if !refused.is_empty() {
+        line("preemption requests refused", refused);
+    }
     if let Some(rt) = runtime() {
         for w in &rt.workers {
             line(

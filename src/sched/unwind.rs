@@ -39,10 +39,18 @@ const RBP: usize = 6;
 const RSP: usize = 7;
 const RA: usize = 16;
 
+/// `PT_LOAD` segments kept per object (ld.so objects have 4 or 5; more
+/// are left out: their bytes are not read, their code not found).
+pub(super) const MAX_SEGMENTS: usize = 6;
+
 /// One loaded object: its `PT_LOAD` ranges (with whether each is
-/// executable), and the address of its `.eh_frame_hdr` (0: none).
+/// executable), and the address of its `.eh_frame_hdr` (0: none). Plain
+/// data: the preemption handler makes one from its published table
+/// (`preempt_walk.rs`).
+#[derive(Clone, Copy)]
 pub(super) struct Object {
-    segments: Vec<(usize, usize, bool)>,
+    pub(super) segments: [(usize, usize, bool); MAX_SEGMENTS],
+    pub(super) nseg: usize,
     pub(super) hdr: usize,
 }
 
@@ -60,11 +68,7 @@ impl Objects {
     }
 
     fn holding(&self, pc: usize) -> Option<&Object> {
-        self.0.iter().find(|o| {
-            o.segments
-                .iter()
-                .any(|&(lo, hi, x)| x && lo <= pc && pc < hi)
-        })
+        self.0.iter().find(|o| o.holds_code(pc))
     }
 }
 
@@ -77,7 +81,8 @@ unsafe extern "C" fn collect(
     let (info, v) = unsafe { (&*info, &mut *(data as *mut Vec<Object>)) };
     let base = info.dlpi_addr as usize;
     let mut o = Object {
-        segments: Vec::new(),
+        segments: [(0, 0, false); MAX_SEGMENTS],
+        nseg: 0,
         hdr: 0,
     };
     for i in 0..info.dlpi_phnum as usize {
@@ -85,11 +90,14 @@ unsafe extern "C" fn collect(
         let ph = unsafe { &*info.dlpi_phdr.add(i) };
         let lo = base.wrapping_add(ph.p_vaddr as usize);
         match ph.p_type {
-            libc::PT_LOAD => o.segments.push((
-                lo,
-                lo.wrapping_add(ph.p_memsz as usize),
-                ph.p_flags & libc::PF_X != 0,
-            )),
+            libc::PT_LOAD if o.nseg < MAX_SEGMENTS => {
+                o.segments[o.nseg] = (
+                    lo,
+                    lo.wrapping_add(ph.p_memsz as usize),
+                    ph.p_flags & libc::PF_X != 0,
+                );
+                o.nseg += 1;
+            }
             libc::PT_GNU_EH_FRAME => o.hdr = lo,
             _ => {}
         }
@@ -99,10 +107,22 @@ unsafe extern "C" fn collect(
 }
 
 impl Object {
+    /// The segments in use.
+    pub(super) fn segments(&self) -> &[(usize, usize, bool)] {
+        &self.segments[..self.nseg.min(MAX_SEGMENTS)]
+    }
+
+    /// Whether `pc` lies in one of its executable segments.
+    pub(super) fn holds_code(&self, pc: usize) -> bool {
+        self.segments()
+            .iter()
+            .any(|&(lo, hi, x)| x && lo <= pc && pc < hi)
+    }
+
     /// `N` bytes at `addr`, if they lie inside one of the object's segments.
     pub(super) fn read<const N: usize>(&self, addr: usize) -> Option<[u8; N]> {
         let end = addr.checked_add(N)?;
-        self.segments
+        self.segments()
             .iter()
             .any(|&(lo, hi, _)| lo <= addr && end <= hi)
             .then(|| {
@@ -113,6 +133,65 @@ impl Object {
                 b
             })
     }
+}
+
+/// Registers of a frame by DWARF number (None: not known); `RA` is its pc.
+pub(super) type Regs = [Option<usize>; NREGS];
+
+/// One frame up: the caller's registers (its pc in `RA`, its sp the CFA)
+/// from those of a frame of object `o` whose code is at `look` (its pc, or
+/// its return address - 1), and whether the caller's frame is a signal
+/// frame (its pc is then exact). `read` reads a stack word. None where the
+/// walk cannot go on: no FDE, a rule not modelled, a return address the
+/// rules do not save (the end of the stack), a CFA not above the frame's
+/// sp or above `high`. Allocates nothing (`preempt_walk.rs` calls it in a
+/// signal handler).
+pub(super) fn step(
+    o: &Object,
+    regs: &Regs,
+    look: usize,
+    high: usize,
+    read: impl Fn(usize) -> Option<usize>,
+) -> Option<(Regs, bool)> {
+    let (cie, instr, start) = find_fde(o, look)?;
+    if cie.ra as usize != RA {
+        return None;
+    }
+    let mut row = Row {
+        cfa_reg: RSP as u16,
+        cfa_off: 8,
+        cfa_expr: false,
+        rules: [Rule::Same; NREGS],
+    };
+    let blank = row;
+    execute(o, &cie, cie.instr, 0, usize::MAX, &mut row, &blank)?;
+    let initial = row;
+    execute(o, &cie, instr, start, look, &mut row, &initial)?;
+    if row.cfa_expr {
+        return None;
+    }
+    let base = regs.get(row.cfa_reg as usize).copied().flatten()?;
+    let cfa = base.wrapping_add(row.cfa_off as usize);
+    let mut next = *regs;
+    for (r, slot) in next.iter_mut().enumerate() {
+        *slot = match row.rules[r] {
+            Rule::Same => regs[r],
+            Rule::Undefined | Rule::Expr => None,
+            Rule::Offset(n) => read(cfa.wrapping_add(n as usize)),
+            Rule::ValOffset(n) => Some(cfa.wrapping_add(n as usize)),
+            Rule::Register(o) => regs.get(o as usize).copied().flatten(),
+        };
+    }
+    // A return address the rules do not save: the end of the stack.
+    if matches!(row.rules[RA], Rule::Same) {
+        return None;
+    }
+    // Each caller's frame is above its callee's, inside the stack.
+    if cfa <= regs[RSP].unwrap_or(usize::MAX) || cfa > high {
+        return None;
+    }
+    next[RSP] = Some(cfa);
+    Some((next, cie.signal))
 }
 
 /// The return addresses of the stack that `pc`, `sp`, `fp` describe, `pc`
@@ -126,7 +205,7 @@ pub fn walk(objs: &Objects, pc: usize, sp: usize, fp: usize, stack: (usize, usiz
         // mapped (stacks are never unmapped, only released to zero pages).
         Some(unsafe { std::ptr::read_volatile(addr as *const usize) })
     };
-    let mut regs: [Option<usize>; NREGS] = [None; NREGS];
+    let mut regs: Regs = [None; NREGS];
     regs[RSP] = Some(sp);
     regs[RBP] = Some(fp);
     regs[RA] = Some(pc);
@@ -142,50 +221,10 @@ pub fn walk(objs: &Objects, pc: usize, sp: usize, fp: usize, stack: (usize, usiz
         out.push(pc);
         let look = if exact { pc } else { pc - 1 };
         let Some(o) = objs.holding(look) else { break };
-        let Some((cie, instr, start)) = find_fde(o, look) else {
+        let Some((next, signal)) = step(o, &regs, look, stack.1, read) else {
             break;
         };
-        if cie.ra as usize != RA {
-            break;
-        }
-        let mut row = Row {
-            cfa_reg: RSP as u16,
-            cfa_off: 8,
-            cfa_expr: false,
-            rules: [Rule::Same; NREGS],
-        };
-        let blank = row;
-        if execute(o, &cie, cie.instr, 0, usize::MAX, &mut row, &blank).is_none() {
-            break;
-        }
-        let initial = row;
-        if execute(o, &cie, instr, start, look, &mut row, &initial).is_none() || row.cfa_expr {
-            break;
-        }
-        let Some(base) = regs.get(row.cfa_reg as usize).copied().flatten() else {
-            break;
-        };
-        let cfa = base.wrapping_add(row.cfa_off as usize);
-        let mut next = regs;
-        for (r, slot) in next.iter_mut().enumerate() {
-            *slot = match row.rules[r] {
-                Rule::Same => regs[r],
-                Rule::Undefined | Rule::Expr => None,
-                Rule::Offset(n) => read(cfa.wrapping_add(n as usize)),
-                Rule::ValOffset(n) => Some(cfa.wrapping_add(n as usize)),
-                Rule::Register(o) => regs.get(o as usize).copied().flatten(),
-            };
-        }
-        // A return address the rules do not save: the end of the stack.
-        if matches!(row.rules[RA], Rule::Same) {
-            break;
-        }
-        // Each caller's frame is above its callee's, inside the stack.
-        if cfa <= regs[RSP].unwrap_or(usize::MAX) || cfa > stack.1 {
-            break;
-        }
-        next[RSP] = Some(cfa);
-        exact = cie.signal;
+        exact = signal;
         regs = next;
     }
     out
