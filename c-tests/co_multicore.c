@@ -32,6 +32,8 @@
 
 #include <corun.h>
 
+#include "kernel_tid.h"
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -44,19 +46,6 @@ static uint64_t cpu_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The kernel thread running the caller: /proc/thread-self is resolved by
- * the kernel (gettid gives each coroutine thread a tid of its own). */
-static long tid(void)
-{
-    char buf[64];
-    ssize_t n = readlink("/proc/thread-self", buf, sizeof buf - 1);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    const char *slash = strrchr(buf, '/');
-    return slash ? atol(slash + 1) : -1;
 }
 
 static void die(const char *m)
@@ -76,7 +65,7 @@ static volatile uint64_t cpu_sink;
 static void *cpu_body(void *arg)
 {
     long i = (long)arg;
-    cpu_tids[i] = tid();
+    cpu_tids[i] = kernel_tid();
     uint64_t x = (uint64_t)i + 1;
     for (long k = 0; k < 300000000L; k++)
         x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -118,7 +107,7 @@ struct pair {
 static void *ping(void *arg)
 {
     struct pair *p = arg;
-    long me = tid();
+    long me = kernel_tid();
     p->tid_a = me;
     char c = 'x';
     for (long r = 0; r < p->rounds; r++) {
@@ -127,7 +116,7 @@ static void *ping(void *arg)
         if (read(p->back[0], &c, 1) != 1)
             die("ping read");
         p->wakes++;
-        if (tid() != me)
+        if (kernel_tid() != me)
             p->moved++;
     }
     return NULL;
@@ -136,14 +125,14 @@ static void *ping(void *arg)
 static void *pong(void *arg)
 {
     struct pair *p = arg;
-    long me = tid();
+    long me = kernel_tid();
     p->tid_b = me;
     char c;
     for (long r = 0; r < p->rounds; r++) {
         if (read(p->fd[0], &c, 1) != 1)
             die("pong read");
         p->wakes++;
-        if (tid() != me)
+        if (kernel_tid() != me)
             p->moved++;
         if (full_write(p->back[1], &c, 1))
             die("pong write");

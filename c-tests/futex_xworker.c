@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernel_tid.h"
+
 static atomic_uint turn; /* 0: ping's turn, 1: pong's */
 static long rounds;
 static long done[2];
@@ -37,17 +39,6 @@ static long moved[2];
 static long futex(atomic_uint *w, int op, unsigned val)
 {
     return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
-}
-
-static long kernel_tid(void)
-{
-    char buf[64];
-    ssize_t n = readlink("/proc/thread-self", buf, sizeof buf - 1);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    const char *slash = strrchr(buf, '/');
-    return slash ? atol(slash + 1) : -1;
 }
 
 static void *player(void *arg)

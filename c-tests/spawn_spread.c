@@ -30,23 +30,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernel_tid.h"
+
 static pthread_barrier_t start;
 static volatile uint64_t sink;
 
 struct seat {
     long before, after;
 };
-
-static long kernel_tid(void)
-{
-    char buf[64];
-    ssize_t n = readlink("/proc/thread-self", buf, sizeof buf - 1);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    const char *slash = strrchr(buf, '/');
-    return slash ? atol(slash + 1) : -1;
-}
 
 static uint64_t now_ns(void)
 {
