@@ -125,21 +125,9 @@ pub(crate) fn take(id: u64) -> Option<TaskRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::Entry;
-    use std::ffi::c_void;
-
-    extern "C" fn nop(_: *mut c_void) -> *mut c_void {
-        std::ptr::null_mut()
-    }
 
     fn task() -> TaskRef {
-        Task::new(
-            Entry::C {
-                f: nop,
-                arg: std::ptr::null_mut(),
-            },
-            65536,
-        )
+        crate::sched::task::test_task()
     }
 
     #[test]

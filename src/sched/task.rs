@@ -389,22 +389,28 @@ impl Drop for Task {
     }
 }
 
+/// A task of a C entry that returns at once, for unit tests here and in
+/// other modules (`capi::handles`).
+#[cfg(test)]
+pub(crate) fn test_task() -> TaskRef {
+    extern "C" fn nop(_: *mut c_void) -> *mut c_void {
+        std::ptr::null_mut()
+    }
+    Task::new(
+        Entry::C {
+            f: nop,
+            arg: std::ptr::null_mut(),
+        },
+        65536,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    extern "C" fn nop(_: *mut c_void) -> *mut c_void {
-        std::ptr::null_mut()
-    }
-
     fn task() -> TaskRef {
-        Task::new(
-            Entry::C {
-                f: nop,
-                arg: std::ptr::null_mut(),
-            },
-            65536,
-        )
+        test_task()
     }
 
     #[test]
