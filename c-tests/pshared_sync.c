@@ -31,6 +31,9 @@ struct shared {
     pthread_barrier_t bar;  /* process-shared, 2 threads: one per process */
     int turn;               /* whose turn it is, under pm: 0 parent, 1 child */
     int serial;             /* barrier rounds a thread was the serial one */
+    int ticks;              /* the parent's ticker count, for the child to see */
+    int phase;              /* the parent's cross-process waits begun so far */
+    int phase_t0;           /* `ticks` when the latest of them began */
 };
 
 static struct shared *sh;
@@ -59,9 +62,32 @@ static void *ticker(void *arg)
     (void)arg;
     while (!stop_ticker) {
         ticks++;
+        __atomic_store_n(&sh->ticks, ticks, __ATOMIC_RELAXED);
         usleep(2000);
     }
     return NULL;
+}
+
+/* The cross-process hand-shake: the parent calls begin_phase(n) just
+ * before its waits for the child; the child calls await_phase(n) before
+ * the step that ends the parent's first wait, and so goes on only once
+ * the parent waits and its ticker has ticked 5 times since (2 s at most).
+ * Fixed sleeps alone (50-80 ms) left a loaded machine's native ticker
+ * fewer than the 3 ticks each check asks for. A wait that held the
+ * parent's worker stops the ticker: the child then goes on after 2 s and
+ * the parent prints "no". */
+static void begin_phase(int n)
+{
+    sh->phase_t0 = ticks;
+    __atomic_store_n(&sh->phase, n, __ATOMIC_RELEASE);
+}
+
+static void await_phase(int n)
+{
+    for (int i = 0; __atomic_load_n(&sh->phase, __ATOMIC_ACQUIRE) < n && i < 10000; i++)
+        usleep(1000); /* bounded: 10 s */
+    for (int i = 0; __atomic_load_n(&sh->ticks, __ATOMIC_RELAXED) - sh->phase_t0 < 5 && i < 1000; i++)
+        usleep(2000); /* bounded: 2 s */
 }
 
 static void *hold_mutex(void *m)
@@ -183,10 +209,12 @@ static void cond_and_barrier_across_processes(void)
     fflush(stdout);
     pid_t child = fork();
     if (child == 0) {
+        await_phase(1);
         for (int i = 0; i < ROUNDS; i++) {
             usleep(10000);
             take_turn(1);
         }
+        await_phase(2);
         for (int i = 0; i < ROUNDS; i++) {
             usleep(10000);
             if (pthread_barrier_wait(&sh->bar) == PTHREAD_BARRIER_SERIAL_THREAD)
@@ -195,9 +223,11 @@ static void cond_and_barrier_across_processes(void)
         _exit(0);
     }
     int t0 = ticks;
+    begin_phase(1);
     for (int i = 0; i < ROUNDS; i++)
         take_turn(0);
     int t1 = ticks;
+    begin_phase(2);
     int passed = 0;
     for (int i = 0; i < ROUNDS; i++) {
         int r = pthread_barrier_wait(&sh->bar);
@@ -270,6 +300,7 @@ int main(void)
     pid_t child = fork();
     if (child == 0) {
         pthread_mutex_lock(&sh->pm);
+        await_phase(3);
         for (int i = 0; i < 5; i++) {
             usleep(10000);
             sem_post(named);
@@ -280,6 +311,7 @@ int main(void)
         _exit(0);
     }
     int t0 = ticks, got = 0;
+    begin_phase(3);
     for (int i = 0; i < 5; i++)
         got += sem_wait(named) == 0;
     pthread_mutex_lock(&sh->pm);
