@@ -107,7 +107,7 @@ mkdir -p "$PEERS"
 GO_MICRO="$PEERS/go_micro"; GO_HTTP="$PEERS/go_http"
 MAY_DIR="$ROOT/target/may-http/release"
 MAY_MICRO="$MAY_DIR/may_micro"; MAY_HTTP="$MAY_DIR/may_http"
-command -v go >/dev/null 2>&1 || { apt-get install -y -qq golang-go >/dev/null 2>&1 || true; }
+command -v go >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=600 install -y -qq golang-go >/dev/null 2>&1 || true; }
 for g in micro:"$GO_MICRO" http_server:"$GO_HTTP"; do
     src=${g%%:*}; exe=${g#*:}
     GOCACHE="$ROOT/target/go-cache" go build -o "$exe" "$ROOT/c-tests/go/$src.go" 2>"$TMPD/go-$src.err" ||
@@ -193,7 +193,7 @@ peer libco_sleepers_w1 "$LIBCO_MICRO" "$LIBCO_MICRO" sleepers 100000 1 $TR
 CI=200000; [ "$QUICK" = 1 ] && CI=20000
 micro chan_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" chan $CI $TR
 micro chan_wall co "$BIN/co_bench_micro" chan $((CI / 20)) $TR
-command -v go >/dev/null 2>&1 || { apt-get install -y -qq golang-go >/dev/null 2>&1 || true; }
+command -v go >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=600 install -y -qq golang-go >/dev/null 2>&1 || true; }
 if command -v go >/dev/null 2>&1 && GOCACHE="$ROOT/target/go-cache" go build -o "$TMPD/chan_pingpong" "$ROOT/c-tests/go/chan_pingpong.go" 2>"$TMPD/go.err"; then
     micro go_chan "$TMPD/chan_pingpong" $CI $TR
     micro go_chan_p1 env GOMAXPROCS=1 "$TMPD/chan_pingpong" $CI $TR

@@ -44,7 +44,7 @@ if ((${#need[@]})); then
     echo "deps: installing ${need[*]}"
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq >/dev/null 2>&1 || true
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 || true
     # Packages with a service (mariadb-server) must not start it: the
     # tests run their own servers. policy-rc.d is Debian's switch for that.
     norc=""
@@ -54,7 +54,7 @@ if ((${#need[@]})); then
         norc=1
     fi
     rc=0
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || rc=$?
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need[@]}" >/dev/null || rc=$?
     [ -z "$norc" ] || $SUDO rm -f /usr/sbin/policy-rc.d
     [ "$rc" = 0 ] || exit "$rc"
 fi

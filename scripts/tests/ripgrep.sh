@@ -6,8 +6,8 @@
 source "$(dirname "$0")/../lib.sh"
 if ! command -v rg >/dev/null; then
     echo "installing ripgrep"
-    apt-get update -qq >/dev/null 2>&1 || true
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep >/dev/null 2>&1 || fail "cannot install ripgrep"
+    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq ripgrep >/dev/null 2>&1 || fail "cannot install ripgrep"
 fi
 tree="$TMPD/tree"
 mkdir -p "$tree/gen"

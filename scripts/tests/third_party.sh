@@ -10,10 +10,10 @@ command -v memcached >/dev/null || pkgs+=(memcached)
 command -v redis-server >/dev/null || pkgs+=(redis-server)
 if ((${#pkgs[@]})); then
     echo "installing ${pkgs[*]}"
-    apt-get update -qq >/dev/null 2>&1 || true
+    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 || true
     # Do not let the packages start their services on the default ports.
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null 2>&1 || fail "cannot install ${pkgs[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${pkgs[@]}" >/dev/null 2>&1 || fail "cannot install ${pkgs[*]}"
     rm -f /usr/sbin/policy-rc.d
 fi
 export PATH="$PATH:/usr/sbin"
