@@ -34,6 +34,7 @@ static pid_t later(void (*act)(long), long arg)
     pid_t p = fork();
     if (p == 0) {
         usleep(200000);
+        ticker_await();
         act(arg);
         _exit(0);
     }

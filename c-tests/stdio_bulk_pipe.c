@@ -41,6 +41,7 @@ static unsigned char *slurp(int fd, size_t *len, size_t stop_after)
     size_t cap = 4 * 1024 * 1024, n = 0;
     unsigned char *buf = malloc(cap);
     usleep(200000);
+    ticker_await();
     for (;;) {
         size_t want = 16384;
         if (stop_after && n + want > stop_after)

@@ -62,6 +62,7 @@ static int start(const char *expect, int delay_ms)
     if (child == 0) {
         close(p[1]);
         usleep(delay_ms * 1000);
+        ticker_await();
         size_t want = strlen(expect), got = 0;
         long seen = 0;
         char buf[8192];
