@@ -6,7 +6,10 @@
  * gai_suspend while a ticker thread sleeps 2 ms at a time (ticker.h):
  * natively the kernel runs the ticker during each wait; under corun with
  * one worker it runs only if the wait parks main (glibc's own wait is an
- * inline futex call that held the worker).
+ * inline futex call that held the worker). One tick is the check: a wait
+ * that holds the only worker lets the ticker make none at all (nothing
+ * else runs it), while three ticks in a 50 ms wait were missed natively
+ * on a loaded machine (4 runs in 15 at load 30).
  *
  * Cases, each printing gai_suspend's result by name:
  *   timeout   a 50 ms timeout passes first: glibc's EAI_AGAIN (EAI_SYSTEM
@@ -123,11 +126,11 @@ int main(void)
     start(&a, 1);
     long t0 = ticker_now();
     printf("timeout: %s\n", gai_name(suspend_one(&a, 50)));
-    ticker_report("timeout", t0, 3);
+    ticker_report("timeout", t0, 1);
 
     t0 = ticker_now();
     printf("done: %s\n", gai_name(suspend_one(&a, -1)));
-    ticker_report("done", t0, 3);
+    ticker_report("done", t0, 1);
     show(&a);
 
     printf("all done: %s\n", gai_name(suspend_one(&a, 1000)));
@@ -138,7 +141,7 @@ int main(void)
     const struct gaicb *mixed[2] = {&a.cb, &b.cb};
     t0 = ticker_now();
     printf("mixed: %s\n", gai_name(gai_suspend(mixed, 2, NULL)));
-    ticker_report("mixed", t0, 3);
+    ticker_report("mixed", t0, 1);
     show(&b);
 
     start(&c, 3);
@@ -146,7 +149,7 @@ int main(void)
     t0 = ticker_now();
     int rc = suspend_one(&c, 5000);
     printf("eintr: %s, handler ran %d\n", gai_name(rc), (int)alarms);
-    ticker_report("eintr", t0, 3);
+    ticker_report("eintr", t0, 1);
     finish(&c);
     show(&c);
 
@@ -156,7 +159,7 @@ int main(void)
     t0 = ticker_now();
     rc = suspend_one(&d, -1);
     printf("restart: %s, handler ran %d\n", gai_name(rc), (int)alarms);
-    ticker_report("restart", t0, 3);
+    ticker_report("restart", t0, 1);
     show(&d);
 
     ticker_stop();
