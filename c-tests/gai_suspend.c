@@ -144,10 +144,26 @@ int main(void)
     ticker_report("mixed", t0, 1);
     show(&b);
 
-    start(&c, 3);
-    alarm_in(150, 0);
-    t0 = ticker_now();
-    int rc = suspend_one(&c, 5000);
+    /* The alarm comes 150 ms before the answer, but when the waiting
+     * thread gets to run only after both, its wait ends as woken (the
+     * kernel's futex wait does so too: a wake that came first wins over a
+     * pending signal). On a loaded machine that happened under corun, whose
+     * workers must run to take the signal: a wait that ended with 0 is
+     * made again with a new request, up to 3 times. A wait that no handler
+     * interrupts ends with 0 every time. */
+    int rc;
+    for (int attempt = 0;; attempt++) {
+        alarms = 0;
+        start(&c, 3);
+        alarm_in(150, 0);
+        t0 = ticker_now();
+        rc = suspend_one(&c, 5000);
+        if (rc != 0 || attempt == 2)
+            break;
+        fprintf(stderr, "eintr: %s with the handler run %d times, again\n", gai_name(rc), (int)alarms);
+        if (c.cb.ar_result)
+            freeaddrinfo(c.cb.ar_result);
+    }
     printf("eintr: %s, handler ran %d\n", gai_name(rc), (int)alarms);
     ticker_report("eintr", t0, 1);
     finish(&c);
