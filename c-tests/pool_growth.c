@@ -5,7 +5,11 @@
  * corun the pool must grow past its 16 helpers: before, the 17th waiter
  * ran its flock on its worker after 50 ms and froze the ticker there.
  * Prints whether every locker got the lock and whether the ticker's worst
- * gap stayed under 100 ms. */
+ * gap stayed under 100 ms. The gap is wall-clock time, which a loaded
+ * machine stretches natively too (108 ms seen at load 30): a round whose
+ * worst gap is 100 ms or more is run again, up to 3 rounds, and "yes" says
+ * one of them stayed under. A frozen ticker stalls for the rest of the
+ * 600 ms hold in every round. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -56,15 +60,17 @@ static void *locker(void *arg)
     return NULL;
 }
 
-int main(void)
+/* One round: a child holds the lock 600 ms while LOCKERS threads wait for
+ * it and the ticker runs; returns how many got the lock (worst_gap_ns is
+ * the ticker's worst gap). */
+static int round_once(void)
 {
-    snprintf(path, sizeof path, "/tmp/corun-pool-growth.%d", (int)getpid());
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     if (fd < 0)
-        return 1;
+        return -1;
     int ready[2];
     if (pipe(ready))
-        return 1;
+        return -1;
     pid_t child = fork();
     if (child == 0) {
         int cfd = open(path, O_RDWR);
@@ -76,7 +82,11 @@ int main(void)
     }
     char c;
     if (read(ready[0], &c, 1) != 1)
-        return 1;
+        return -1;
+    close(ready[0]);
+    close(ready[1]);
+    stop = 0;
+    got = 0;
     pthread_t tk, t[LOCKERS];
     pthread_create(&tk, NULL, ticker, NULL);
     usleep(20000);
@@ -88,9 +98,29 @@ int main(void)
     stop = 1;
     pthread_join(tk, NULL);
     waitpid(child, NULL, 0);
+    close(fd);
+    return got;
+}
+
+int main(void)
+{
+    snprintf(path, sizeof path, "/tmp/corun-pool-growth.%d", (int)getpid());
+    int fewest = LOCKERS;
+    long best_gap_ns = -1;
+    for (int round = 0; round < 3; round++) {
+        int n = round_once();
+        if (n < 0)
+            return 1;
+        if (n < fewest)
+            fewest = n;
+        fprintf(stderr, "round %d: worst gap %.1f ms\n", round + 1, worst_gap_ns / 1e6);
+        if (best_gap_ns < 0 || worst_gap_ns < best_gap_ns)
+            best_gap_ns = worst_gap_ns;
+        if (best_gap_ns < 100000000L)
+            break;
+    }
     unlink(path);
-    printf("%d of %d lockers got the lock; ticker's worst gap under 100 ms: %s\n", got, LOCKERS,
-           worst_gap_ns < 100000000L ? "yes" : "no");
-    fprintf(stderr, "worst gap %.1f ms\n", worst_gap_ns / 1e6);
+    printf("%d of %d lockers got the lock; ticker's worst gap under 100 ms: %s\n", fewest, LOCKERS,
+           best_gap_ns < 100000000L ? "yes" : "no");
     return 0;
 }

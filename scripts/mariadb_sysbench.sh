@@ -6,7 +6,8 @@
 # LD_PRELOAD, CORUN_WORKERS as the environment has it). As root, on
 # 127.0.0.1, a free port, its own socket, pid file and datadir. Every step
 # is bounded in time; a server that hangs has its stacks written to
-# LOGDIR/MODE-stacks.txt (gdb) before it is killed.
+# LOGDIR/MODE-stacks.txt (gdb), and under corun its coroutines' waits to
+# LOGDIR/corun-dump.txt (corun dump), before it is killed.
 #
 # Prints one line and exits 0:
 #   RESULT mode=M tps=T transactions=N ignored=E lat_avg_ms=A lat_p95_ms=P
@@ -36,9 +37,15 @@ mkdir -p "$d"
 err="$logs/$mode-server.err"
 ms() { echo $(($(date +%s%N) / 1000000)); }
 srv=""
-# Writes the server's stacks to LOGDIR (for a hang), then kills it.
+# Writes the server's stacks to LOGDIR (for a hang), then kills it. Under
+# corun, first what each coroutine waits on (corun dump: the server runs
+# with CORUN_DUMP_SIGNAL=USR2, which mariadbd leaves alone), to
+# LOGDIR/corun-dump.txt: gdb sees only the workers' stacks.
 stacks_and_kill() {
     [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null || return 0
+    if [ "$mode" = corun ]; then
+        timeout -k 5 30 "$ROOT/scripts/corun" dump "$srv" >"$logs/corun-dump.txt" 2>&1 || true
+    fi
     if command -v gdb >/dev/null; then
         timeout -k 5 60 gdb -p "$srv" -batch -ex 'thread apply all bt 30' >"$logs/$mode-stacks.txt" 2>&1 || true
     fi
@@ -57,7 +64,7 @@ args=(--no-defaults --datadir="$d/data" --user=root --bind-address=127.0.0.1 --p
     --socket="$d/sock" --pid-file="$d/mariadbd.pid" --log-error="$err")
 t0=$(ms)
 if [ "$mode" = corun ]; then
-    LD_PRELOAD="$LIB" mariadbd "${args[@]}" >"$logs/$mode-server.out" 2>&1 &
+    CORUN_DUMP_SIGNAL=USR2 LD_PRELOAD="$LIB" mariadbd "${args[@]}" >"$logs/$mode-server.out" 2>&1 &
 else
     mariadbd "${args[@]}" >"$logs/$mode-server.out" 2>&1 &
 fi

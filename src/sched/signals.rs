@@ -320,6 +320,14 @@ pub fn run_pending(t: &Task) -> bool {
     t.ident.sig.handled.load(Ordering::Relaxed) != before
 }
 
+/// How many handlers of the program's the running coroutine has run so
+/// far (None outside a coroutine): two reads around a system call tell
+/// whether one ran during it.
+#[inline]
+pub fn handlers_run() -> Option<u32> {
+    current().map(|t| t.ident.sig.handled.load(Ordering::Relaxed))
+}
+
 /// Whether a park of `t` must not suspend now: a signal to deliver, one a
 /// sigwait waits for, or a handler ran since the interruptible call began.
 #[inline]
