@@ -15,7 +15,16 @@ use super::worker::{Worker, CURRENT, WORKER};
 
 impl Worker {
     /// Runs one task until it suspends or finishes.
+    #[inline(never)]
     pub(super) fn run_task(&'static self, t: TaskRef) {
+        self.run_task_inline(t)
+    }
+
+    /// `run_task`, inlined into the scheduler loop's path for the next
+    /// queued task (`run_loop.rs`): a switch there then saves the call and
+    /// the second save of the registers the coroutine switch clobbers.
+    #[inline(always)]
+    pub(super) fn run_task_inline(&'static self, t: TaskRef) {
         let tp = Arc::as_ptr(&t);
         // SAFETY: only this worker touches `coro` and `stack` of a task it
         // runs (the task is out of every queue while it runs).

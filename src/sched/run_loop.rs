@@ -44,7 +44,7 @@ impl Worker {
             }
             if let Some(t) = self.next_task(rt) {
                 self.prefetch_next();
-                self.run_task(t);
+                self.run_task_inline(t);
                 if self.local.tick.get().is_multiple_of(POLL_EVERY) {
                     self.poll(rt, false);
                 }
