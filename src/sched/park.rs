@@ -524,8 +524,12 @@ pub fn yield_now() {
         Some(t) => t,
         None => return,
     };
-    super::stats::yielded();
-    if !current_worker().is_some_and(|w| w.has_other_work()) {
+    // The worker is looked up once (a thread-local read and a test each).
+    let Some(w) = current_worker() else {
+        return;
+    };
+    super::stats::yielded_on(w.index);
+    if !w.has_other_work() {
         return;
     }
     task.yielding.set(true);

@@ -15,69 +15,22 @@ use super::worker::{Worker, CURRENT, WORKER};
 
 impl Worker {
     /// Runs one task until it suspends or finishes.
+    #[inline(never)]
     pub(super) fn run_task(&'static self, t: TaskRef) {
+        self.run_task_inline(t)
+    }
+
+    /// `run_task`, inlined into the scheduler loop's path for the next
+    /// queued task (`run_loop.rs`): a switch there then saves the call and
+    /// the second save of the registers the coroutine switch clobbers.
+    #[inline(always)]
+    pub(super) fn run_task_inline(&'static self, t: TaskRef) {
         let tp = Arc::as_ptr(&t);
         // SAFETY: only this worker touches `coro` and `stack` of a task it
         // runs (the task is out of every queue while it runs).
         let coro = unsafe { &mut *t.coro.get() };
-        if coro.is_none() {
-            t.set_home(self.index);
-            // SAFETY: as above.
-            let stack = unsafe { (*t.stack.get()).take() };
-            let stack = match stack {
-                Some(s) => s,
-                None => match self.get_stack(t.stack_size) {
-                    Ok(s) => s,
-                    Err(_) => {
-                        crate::sys::raw_stderr(
-                            b"corun: cannot map a coroutine stack; task dropped\n",
-                        );
-                        self.finish(t, true);
-                        return;
-                    }
-                },
-            };
-            if t.ident.own_tls.get() && t.ident.tp.get() == 0 {
-                match tls::ThreadBlock::new(self.tid.load(Ordering::Relaxed)) {
-                    Some(b) => {
-                        t.ident.tp.set(b.tp());
-                        t.hints.set_dtv(b.dtv());
-                        t.ident.tls.set(Some(b));
-                    }
-                    None => crate::sys::raw_stderr(
-                        b"corun: no TLS block could be made; this thread shares its worker's\n",
-                    ),
-                }
-            }
-            let wp: *const Worker = self;
-            let (guard, top) = (stack.guard_range(), stack.top());
-            t.debug.set_stack(guard.1, top);
-            *coro = Some(Coroutine::new(stack, move |y: &Yielder| {
-                // SAFETY: the scheduler holds a TaskRef while the task runs,
-                // and the body only runs while the task runs.
-                let task = unsafe { &*tp };
-                task.yielder.set(y);
-                if task.ident.tp.get() != 0 {
-                    // On the coroutine's own thread pointer: the runtime's
-                    // thread-locals read here are this coroutine's copies,
-                    // set once (it never changes worker, and its stack
-                    // never moves); then libc's per-thread state.
-                    WORKER::set(wp as usize);
-                    CURRENT::set(tp as usize);
-                    overflow::set_running(task.id, guard, top);
-                    tls::start_thread();
-                }
-                // A signal made pending for it before it ran.
-                super::signals::run_pending(task);
-                // SAFETY: `entry` is only touched on the home worker, here.
-                let entry = unsafe { (*task.entry.get()).take() };
-                let r = match entry {
-                    Some(Entry::C { f, arg }) => f(arg),
-                    Some(Entry::Rust(f)) => f(),
-                    None => std::ptr::null_mut(),
-                };
-                task.result.store(r as usize, Ordering::Relaxed);
-            }));
+        if coro.is_none() && !self.start_coroutine(&t) {
+            return;
         }
         let co = coro.as_mut().expect("coroutine just made");
         t.set_running();
@@ -129,6 +82,75 @@ impl Worker {
             }
             Resumed::Finished => self.finish(t, false),
         }
+    }
+
+    /// A never-run task's first turn: its stack, TLS block and coroutine
+    /// are made. Out of line, so that the frame of `run_task`, entered at
+    /// every switch, stays small (with this inlined it was 4 KiB, probed
+    /// at each entry). False if the task could not start (dropped).
+    #[cold]
+    #[inline(never)]
+    fn start_coroutine(&'static self, t: &TaskRef) -> bool {
+        let tp = Arc::as_ptr(t);
+        // SAFETY: only this worker touches `coro` and `stack` of a task it
+        // runs (the task is out of every queue while it runs).
+        let coro = unsafe { &mut *t.coro.get() };
+        t.set_home(self.index);
+        // SAFETY: as above.
+        let stack = unsafe { (*t.stack.get()).take() };
+        let stack = match stack {
+            Some(s) => s,
+            None => match self.get_stack(t.stack_size) {
+                Ok(s) => s,
+                Err(_) => {
+                    crate::sys::raw_stderr(b"corun: cannot map a coroutine stack; task dropped\n");
+                    self.finish(t.clone(), true);
+                    return false;
+                }
+            },
+        };
+        if t.ident.own_tls.get() && t.ident.tp.get() == 0 {
+            match tls::ThreadBlock::new(self.tid.load(Ordering::Relaxed)) {
+                Some(b) => {
+                    t.ident.tp.set(b.tp());
+                    t.hints.set_dtv(b.dtv());
+                    t.ident.tls.set(Some(b));
+                }
+                None => crate::sys::raw_stderr(
+                    b"corun: no TLS block could be made; this thread shares its worker's\n",
+                ),
+            }
+        }
+        let wp: *const Worker = self;
+        let (guard, top) = (stack.guard_range(), stack.top());
+        t.debug.set_stack(guard.1, top);
+        *coro = Some(Coroutine::new(stack, move |y: &Yielder| {
+            // SAFETY: the scheduler holds a TaskRef while the task runs,
+            // and the body only runs while the task runs.
+            let task = unsafe { &*tp };
+            task.yielder.set(y);
+            if task.ident.tp.get() != 0 {
+                // On the coroutine's own thread pointer: the runtime's
+                // thread-locals read here are this coroutine's copies,
+                // set once (it never changes worker, and its stack
+                // never moves); then libc's per-thread state.
+                WORKER::set(wp as usize);
+                CURRENT::set(tp as usize);
+                overflow::set_running(task.id, guard, top);
+                tls::start_thread();
+            }
+            // A signal made pending for it before it ran.
+            super::signals::run_pending(task);
+            // SAFETY: `entry` is only touched on the home worker, here.
+            let entry = unsafe { (*task.entry.get()).take() };
+            let r = match entry {
+                Some(Entry::C { f, arg }) => f(arg),
+                Some(Entry::Rust(f)) => f(),
+                None => std::ptr::null_mut(),
+            };
+            task.result.store(r as usize, Ordering::Relaxed);
+        }));
+        true
     }
 
     fn finish(&self, t: TaskRef, failed: bool) {

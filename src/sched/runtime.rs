@@ -93,12 +93,12 @@ pub fn ensure_started(w: &'static Worker) -> std::io::Result<()> {
 fn start_thread(w: &'static Worker) -> std::io::Result<()> {
     crate::sys::spawn_native_thread(Box::new(move || {
         w.attach();
-        w.run(&|| false);
+        w.run(|| false);
     }))
 }
 
 /// Drives worker 0 on this thread until `t` is done.
 pub fn run_until_done(t: &TaskRef) {
     let w = current_worker().expect("worker 0 attached");
-    w.run(&|| t.state() == DONE);
+    w.run(|| t.state() == DONE);
 }

@@ -104,8 +104,14 @@ pub fn not_parked(index: usize) {
 #[inline]
 pub fn yielded() {
     if let Some(w) = current_worker() {
-        bump(&PER_WORKER[w.index].yields);
+        yielded_on(w.index);
     }
+}
+
+/// A coroutine of worker `index` (the caller's) yielded.
+#[inline]
+pub fn yielded_on(index: usize) {
+    bump(&PER_WORKER[index].yields);
 }
 
 /// The watchdog saw a stall (printed on stderr only with CORUN_STALL_MS).
