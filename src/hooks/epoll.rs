@@ -251,6 +251,22 @@ pub unsafe extern "C" fn epoll_wait(
     max: c_int,
     timeout: c_int,
 ) -> c_int {
+    if crate::sched::lone::nothing_parks() && !epoll_solo::used() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's epoll_wait contract.
+        return unsafe { real::epoll_wait(epfd, ev, max, timeout) };
+    }
+    // SAFETY: as above.
+    unsafe { epoll_wait_hooked(epfd, ev, max, timeout) }
+}
+
+#[inline(never)]
+unsafe fn epoll_wait_hooked(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+) -> c_int {
     // SAFETY: the caller's epoll_wait contract, passed on.
     let r = unsafe { epoll_wait_inner(epfd, ev, max, timeout) };
     crate::sched::slice::yield_if_slice_spent();
@@ -259,6 +275,24 @@ pub unsafe extern "C" fn epoll_wait(
 
 #[no_mangle]
 pub unsafe extern "C" fn epoll_pwait(
+    epfd: c_int,
+    ev: *mut epoll_event,
+    max: c_int,
+    timeout: c_int,
+    mask: *const sigset_t,
+) -> c_int {
+    if mask.is_null() && crate::sched::lone::nothing_parks() && !epoll_solo::used() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks (a mask makes the call park all the same: `parking_with`).
+        // SAFETY: the caller's epoll_pwait contract.
+        return unsafe { next::epoll_pwait(epfd, ev, max, timeout, mask) };
+    }
+    // SAFETY: as above.
+    unsafe { epoll_pwait_hooked(epfd, ev, max, timeout, mask) }
+}
+
+#[inline(never)]
+unsafe fn epoll_pwait_hooked(
     epfd: c_int,
     ev: *mut epoll_event,
     max: c_int,

@@ -176,8 +176,25 @@ pub(super) fn wait(
         .as_ref()
         .map_or(std::ptr::null(), |t| t as *const timespec);
     let call = || {
-        // SAFETY: the caller's epoll_pwait contract; `tsp` is NULL or a live timespec.
-        unsafe { super::epoll::next::epoll_pwait2(epfd, ev, max, tsp, mask) }
+        if !crate::sys::epoll::pwait2_missing() {
+            // SAFETY: the caller's epoll_pwait contract; `tsp` is NULL or a live timespec.
+            let r = unsafe { super::epoll::next::epoll_pwait2(epfd, ev, max, tsp, mask) };
+            if r >= 0 || errno() != libc::ENOSYS {
+                return r;
+            }
+            crate::sys::epoll::note_pwait2_missing();
+        }
+        // No epoll_pwait2 (Linux < 5.11): the time left in whole
+        // milliseconds, rounded up, as the program's own timeout was.
+        let ms = match deadline {
+            None => -1,
+            Some(d) => d
+                .saturating_sub(now_ns())
+                .div_ceil(1_000_000)
+                .min(c_int::MAX as u64) as c_int,
+        };
+        // SAFETY: as above.
+        unsafe { super::epoll::next::epoll_pwait(epfd, ev, max, ms, mask) }
     };
     let Some(r) = solo::sleep_solo(wake, call) else {
         return Solo::No;

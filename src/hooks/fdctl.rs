@@ -69,12 +69,20 @@ pub(crate) mod next {
 
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if is_runtime_fd(fd) {
-        set_errno(libc::EBADF);
-        return -1;
+    if !fdtable::forget_for_close(fd) {
+        return super::ebadf();
     }
-    fdtable::forget(fd);
-    if crate::sched::lone::nothing_parks() || crate::sched::sole_coroutine() {
+    if crate::sched::lone::nothing_parks() {
+        // SAFETY: plain integer.
+        return unsafe { real::close(fd) };
+    }
+    close_forgotten(fd)
+}
+
+/// The rest of `close` in a process where something may park.
+#[inline(never)]
+fn close_forgotten(fd: c_int) -> c_int {
+    if crate::sched::sole_coroutine() {
         // Nothing can park in this process (no second coroutine, no
         // cancel token: fd waits are made as natively), or the only
         // coroutine closes: no other can take a snapshot and register

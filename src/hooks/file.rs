@@ -109,17 +109,37 @@ fn file_io(fd: c_int, iov: *const libc::iovec, cnt: c_int, offset: i64, write: b
 }
 
 /// A new fd of any kind: forget what was known of its number.
+#[inline]
 fn fresh_fd(fd: c_int) -> c_int {
     if fd >= 0 {
-        let saved = errno();
         if let Some(e) = fdtable::get(fd) {
-            e.reset();
+            if crate::sched::lone::no_fd_waits() {
+                // No lock, no system call: errno is left alone.
+                e.reset_lone();
+            } else {
+                reset_keeping_errno(e);
+            }
         }
-        set_errno(saved);
     }
     fd
 }
 
+#[inline(never)]
+fn reset_keeping_errno(e: &fdtable::FdEntry) {
+    let saved = errno();
+    e.reset();
+    set_errno(saved);
+}
+
+/// `open_at` when nothing parks (a lone entry, hooks/mod.rs): the real
+/// call, and the new fd's entry made fresh.
+#[inline(always)]
+fn open_lone(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    // SAFETY: the caller's open contract.
+    fresh_fd(unsafe { real::openat(dirfd, path, flags, mode) })
+}
+
+#[inline(never)]
 fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint, large: bool) -> c_int {
     let flags = if large {
         flags | libc::O_LARGEFILE
@@ -144,11 +164,17 @@ fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint, large:
 
 #[no_mangle]
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    if crate::sched::lone::nothing_parks() {
+        return open_lone(libc::AT_FDCWD, path, flags, mode);
+    }
     open_at(libc::AT_FDCWD, path, flags, mode, false)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    if crate::sched::lone::nothing_parks() {
+        return open_lone(libc::AT_FDCWD, path, flags | libc::O_LARGEFILE, mode);
+    }
     open_at(libc::AT_FDCWD, path, flags, mode, true)
 }
 
@@ -159,6 +185,9 @@ pub unsafe extern "C" fn openat(
     flags: c_int,
     mode: c_uint,
 ) -> c_int {
+    if crate::sched::lone::nothing_parks() {
+        return open_lone(dirfd, path, flags, mode);
+    }
     open_at(dirfd, path, flags, mode, false)
 }
 
@@ -169,6 +198,9 @@ pub unsafe extern "C" fn openat64(
     flags: c_int,
     mode: c_uint,
 ) -> c_int {
+    if crate::sched::lone::nothing_parks() {
+        return open_lone(dirfd, path, flags | libc::O_LARGEFILE, mode);
+    }
     open_at(dirfd, path, flags, mode, true)
 }
 

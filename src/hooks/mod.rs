@@ -186,6 +186,15 @@ pub(crate) fn parking_on(fd: i32) -> bool {
     crate::sched::parking() && fd_parks(fd)
 }
 
+/// -1 with EBADF, apart from the hooks that return it for corun's own fds
+/// (their common path then keeps no frame: a tail call to libc).
+#[cold]
+#[inline(never)]
+pub(crate) fn ebadf() -> i32 {
+    crate::sys::set_errno(libc::EBADF);
+    -1
+}
+
 /// The fd's half of `parking_on`, for a caller that asked
 /// `sched::parking()` already (the reads: `before_nb_read` needs it too).
 #[inline]

@@ -163,21 +163,13 @@ readdir_hook!(readdir, libc::dirent);
 readdir_hook!(readdir64, libc::dirent64);
 
 /// -1/EBADF for one of corun's fds: to the program it is not open.
-fn not_open(fd: c_int) -> bool {
-    if fdtable::is_runtime(fd) {
-        crate::sys::set_errno(libc::EBADF);
-        return true;
-    }
-    false
-}
-
 /// `fstat` and its variants: EBADF for corun's own fds, else the real call.
 macro_rules! fstat_hook {
     ($name:ident ($($arg:ident : $ty:ty),*), $fd:ident) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            if not_open($fd) {
-                return -1;
+            if fdtable::is_runtime($fd) {
+                return super::ebadf();
             }
             // SAFETY: the caller's contract.
             unsafe { real::$name($($arg),*) }

@@ -282,6 +282,17 @@ pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isiz
 
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's read contract.
+        return unsafe { real::read(fd, buf, n) };
+    }
+    // SAFETY: as above.
+    unsafe { read_hooked(fd, buf, n) }
+}
+
+#[inline(never)]
+unsafe fn read_hooked(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
     let parks = parking();
     if parks && fd_parks(fd) {
         let iov = iovec {
@@ -299,6 +310,17 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
 
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's write contract.
+        return unsafe { real::write(fd, buf, n) };
+    }
+    // SAFETY: as above.
+    unsafe { write_hooked(fd, buf, n) }
+}
+
+#[inline(never)]
+unsafe fn write_hooked(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     if parking_on(fd) {
         let iov = iovec {
             iov_base: buf as *mut c_void,
@@ -314,6 +336,17 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's readv contract.
+        return unsafe { real::readv(fd, iov, cnt) };
+    }
+    // SAFETY: as above.
+    unsafe { readv_hooked(fd, iov, cnt) }
+}
+
+#[inline(never)]
+unsafe fn readv_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
     let parks = parking();
     if parks && fd_parks(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
         if let Some(r) = read_iov(fd, iov, cnt) {
@@ -327,6 +360,17 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's writev contract.
+        return unsafe { real::writev(fd, iov, cnt) };
+    }
+    // SAFETY: as above.
+    unsafe { writev_hooked(fd, iov, cnt) }
+}
+
+#[inline(never)]
+unsafe fn writev_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
     if parking_on(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
         if let Some(r) = write_iov(fd, iov, cnt) {
             return r;
@@ -464,6 +508,17 @@ pub unsafe extern "C" fn pread(fd: c_int, buf: *mut c_void, n: size_t, off: i64)
 
 #[no_mangle]
 pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: i64) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's pread64 contract.
+        return unsafe { real::pread64(fd, buf, n, off) };
+    }
+    // SAFETY: as above.
+    unsafe { pread64_hooked(fd, buf, n, off) }
+}
+
+#[inline(never)]
+unsafe fn pread64_hooked(fd: c_int, buf: *mut c_void, n: size_t, off: i64) -> ssize_t {
     if let Some(r) = positioned_file_io(fd, buf, n, off, false) {
         return r;
     }
@@ -479,6 +534,17 @@ pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, n: size_t, off: i
 
 #[no_mangle]
 pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, n: size_t, off: i64) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's pwrite64 contract.
+        return unsafe { real::pwrite64(fd, buf, n, off) };
+    }
+    // SAFETY: as above.
+    unsafe { pwrite64_hooked(fd, buf, n, off) }
+}
+
+#[inline(never)]
+unsafe fn pwrite64_hooked(fd: c_int, buf: *const c_void, n: size_t, off: i64) -> ssize_t {
     if let Some(r) = positioned_file_io(fd, buf, n, off, true) {
         return r;
     }

@@ -175,6 +175,17 @@ fn sendfile_parking(
 
 #[no_mangle]
 pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's sendfile contract.
+        return unsafe { next::sendfile(out, inp, off, n) };
+    }
+    // SAFETY: as above.
+    unsafe { sendfile_hooked(out, inp, off, n) }
+}
+
+#[inline(never)]
+unsafe fn sendfile_hooked(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
     if parking() {
         if let Some(r) = sendfile_parking(out, inp, off, n, next::sendfile) {
             return r;
@@ -186,6 +197,17 @@ pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, n: si
 
 #[no_mangle]
 pub unsafe extern "C" fn sendfile64(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's sendfile64 contract.
+        return unsafe { next::sendfile64(out, inp, off, n) };
+    }
+    // SAFETY: as above.
+    unsafe { sendfile64_hooked(out, inp, off, n) }
+}
+
+#[inline(never)]
+unsafe fn sendfile64_hooked(out: c_int, inp: c_int, off: *mut off_t, n: size_t) -> ssize_t {
     if parking() {
         if let Some(r) = sendfile_parking(out, inp, off, n, next::sendfile64) {
             return r;

@@ -332,6 +332,17 @@ fn sendmmsg_parking(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's recv contract.
+        return unsafe { real::recv(fd, buf, n, flags) };
+    }
+    // SAFETY: as above.
+    unsafe { recv_hooked(fd, buf, n, flags) }
+}
+
+#[inline(never)]
+unsafe fn recv_hooked(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
     let parks = crate::sched::parking();
     if parks && fd_parks(fd) && flags & libc::MSG_DONTWAIT == 0 {
         let (addr, alen) = (std::ptr::null_mut(), std::ptr::null_mut());
@@ -346,6 +357,24 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
 
 #[no_mangle]
 pub unsafe extern "C" fn recvfrom(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *mut sockaddr,
+    alen: *mut socklen_t,
+) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's recvfrom contract.
+        return unsafe { real::recvfrom(fd, buf, n, flags, addr, alen) };
+    }
+    // SAFETY: as above.
+    unsafe { recvfrom_hooked(fd, buf, n, flags, addr, alen) }
+}
+
+#[inline(never)]
+unsafe fn recvfrom_hooked(
     fd: c_int,
     buf: *mut c_void,
     n: size_t,
@@ -368,6 +397,17 @@ pub unsafe extern "C" fn recvfrom(
 
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's recvmsg contract.
+        return unsafe { real::recvmsg(fd, msg, flags) };
+    }
+    // SAFETY: as above.
+    unsafe { recvmsg_hooked(fd, msg, flags) }
+}
+
+#[inline(never)]
+unsafe fn recvmsg_hooked(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
     let parks = crate::sched::parking();
     if parks && fd_parks(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = recvmsg_parking(fd, msg, flags) {
@@ -398,6 +438,17 @@ pub unsafe extern "C" fn recvmmsg(
 
 #[no_mangle]
 pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's send contract.
+        return unsafe { real::send(fd, buf, n, flags) };
+    }
+    // SAFETY: as above.
+    unsafe { send_hooked(fd, buf, n, flags) }
+}
+
+#[inline(never)]
+unsafe fn send_hooked(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
     if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = send_parking(fd, buf, n, flags, std::ptr::null(), 0) {
             return r;
@@ -416,6 +467,24 @@ pub unsafe extern "C" fn sendto(
     addr: *const sockaddr,
     alen: socklen_t,
 ) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's sendto contract.
+        return unsafe { real::sendto(fd, buf, n, flags, addr, alen) };
+    }
+    // SAFETY: as above.
+    unsafe { sendto_hooked(fd, buf, n, flags, addr, alen) }
+}
+
+#[inline(never)]
+unsafe fn sendto_hooked(
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    flags: c_int,
+    addr: *const sockaddr,
+    alen: socklen_t,
+) -> ssize_t {
     if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = send_parking(fd, buf, n, flags, addr, alen) {
             return r;
@@ -427,6 +496,17 @@ pub unsafe extern "C" fn sendto(
 
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+        // SAFETY: the caller's sendmsg contract.
+        return unsafe { real::sendmsg(fd, msg, flags) };
+    }
+    // SAFETY: as above.
+    unsafe { sendmsg_hooked(fd, msg, flags) }
+}
+
+#[inline(never)]
+unsafe fn sendmsg_hooked(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
     if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = sendmsg_parking(fd, msg, flags) {
             return r;

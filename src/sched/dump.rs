@@ -61,7 +61,7 @@ pub fn install(sig: i32, name_of: fn(u64) -> Option<String>) -> std::io::Result<
         return Err(std::io::Error::last_os_error());
     }
     if let Some(e) = super::fdtable::get(efd) {
-        e.runtime.store(true, Relaxed);
+        super::fdtable::mark_runtime(efd, e);
     }
     EVENTFD.store(efd, Relaxed);
     // SAFETY: getpid has no preconditions.

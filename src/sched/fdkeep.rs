@@ -89,7 +89,7 @@ pub fn keep_for_parked(fd: i32) {
     ke.policy.copy_from(&e.policy);
     ke.policy.shared.store(true, Ordering::Relaxed);
     e.policy.shared.store(true, Ordering::Relaxed);
-    ke.runtime.store(true, Ordering::Relaxed);
+    fdtable::mark_runtime(k, ke);
     let file = Arc::new(KeptFile { fd: k });
     let mut w = lock(&e.waiters);
     if e.gen.load(Ordering::Acquire) == gen {
@@ -145,6 +145,7 @@ pub fn enter(e: &FdEntry, gen: u32) -> bool {
     if e.gen.load(Ordering::Acquire) != gen {
         return false;
     }
+    super::lone::note_fd_wait();
     w.parked += 1;
     true
 }

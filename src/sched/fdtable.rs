@@ -19,7 +19,7 @@
 //!   check), kept apart in `fdpolicy.rs`: this file is the readiness side
 //!   (like Go's `pollDesc`), that one the hooks' (like `internal/poll.FD`).
 
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use super::waitlist::{Taken, WaitList};
@@ -141,7 +141,17 @@ impl FdEntry {
     /// (they will see `gen` changed and fail with EBADF, or go on with the
     /// file `fdkeep` kept for them). A kept file nobody claims is closed
     /// after the lock is let go.
+    #[inline]
     pub fn reset(&self) {
+        if super::lone::no_fd_waits() {
+            self.reset_lone();
+        } else {
+            self.reset_locked();
+        }
+    }
+
+    #[inline(never)]
+    fn reset_locked(&self) {
         let (taken, _unclaimed) = {
             let mut w = lock(&self.waiters);
             // Every writer of `gen` holds this lock: a plain increment.
@@ -162,6 +172,17 @@ impl FdEntry {
         };
         taken.0.wake();
         taken.1.wake();
+    }
+
+    /// `reset` while no call ever waited on an fd (`lone::no_fd_waits`):
+    /// no entry has a waiter, a parked call, a kept file or a registration
+    /// (the generation in the registration word no longer matches once it
+    /// moves), so the lock is not taken. Sets no errno (no system call).
+    #[inline]
+    pub fn reset_lone(&self) {
+        let old = self.gen.load(Ordering::Relaxed);
+        self.gen.store(old.wrapping_add(1), Ordering::Release);
+        self.policy.forget();
     }
 
     /// Takes the accept try-lock; on failure records the contention so the
@@ -301,10 +322,23 @@ pub fn peek(fd: i32) -> Option<&'static FdEntry> {
     Some(unsafe { &*p.add(i) })
 }
 
+/// The lowest fd ever marked as corun's own (`mark_runtime`): numbers
+/// below it are the program's without a look at their entry (corun's
+/// epoll and eventfds are moved high, so `fstat` of a file asks only this).
+static RUNTIME_LOW: AtomicI32 = AtomicI32::new(i32::MAX);
+
+/// Marks `fd` (whose entry is `e`) as one of corun's own: the program
+/// cannot close it, nor see it in a listing.
+pub fn mark_runtime(fd: i32, e: &FdEntry) {
+    RUNTIME_LOW.fetch_min(fd, Ordering::AcqRel);
+    e.runtime.store(true, Ordering::Relaxed);
+}
+
 /// Whether `fd` is one of corun's own (epoll, eventfd): read where the
 /// entry is, without rebuilding an inherited chunk (every `close` asks).
+#[inline]
 pub fn is_runtime(fd: i32) -> bool {
-    if fd < 0 || fd as usize >= MAX_FD {
+    if fd < RUNTIME_LOW.load(Ordering::Acquire) || fd as usize >= MAX_FD {
         return false;
     }
     let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
@@ -402,6 +436,46 @@ pub fn forget(fd: i32) {
     if let Some(e) = peek(fd) {
         e.reset();
     }
+}
+
+/// What `close` does first: false for one of corun's own fds (the
+/// program gets EBADF, nothing is forgotten), else `forget(fd)` and true.
+/// One lookup of the entry for both (`is_runtime`, then `forget`).
+#[inline]
+pub fn forget_for_close(fd: i32) -> bool {
+    if fd < 0 || fd as usize >= MAX_FD {
+        return true;
+    }
+    let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
+    let p = TABLE[c].load(Ordering::Acquire);
+    if p.is_null() {
+        return forget_inherited(c, i);
+    }
+    // SAFETY: as in `get`.
+    let e = unsafe { &*p.add(i) };
+    if e.runtime.load(Ordering::Relaxed) {
+        return false;
+    }
+    e.reset();
+    true
+}
+
+/// `forget_for_close` of an fd whose chunk is not in the table: a forked
+/// child's inherited one (forgotten there without a rebuild, as `forget`
+/// does), or none.
+#[cold]
+fn forget_inherited(c: usize, i: usize) -> bool {
+    let old = INHERITED[c].load(Ordering::Acquire);
+    if old.is_null() {
+        return true;
+    }
+    // SAFETY: `old` is a chunk of CHUNK entries, never freed.
+    let o = unsafe { &*old.add(i) };
+    if o.runtime.load(Ordering::Relaxed) {
+        return false;
+    }
+    o.forget_learned();
+    true
 }
 
 /// `close` is `forget`, the real close, then this: a waiter that took its

@@ -21,43 +21,74 @@
 //! A spawn by a native thread (C API) racing with a hook of the only
 //! coroutine may be missed by that one call: the same as the per-worker
 //! counts, read Relaxed, already allowed.
+//!
+//! Both flags are bits of one byte, so that the question every hook asks
+//! first (`nothing_parks`) is one load and one test: the hooks' entries
+//! (`hooks/mod.rs`, "lone entries") go straight to libc on it.
+//!
+//! A third bit, `WAITED`, is set when a call first puts a waiter on an fd
+//! (`park::enlist`) or counts itself parked on one (`fdkeep::enter`), as
+//! a lone coroutine's calls with a signal mask do (`ppoll`, `pselect`,
+//! `epoll_pwait`), and cleared in a forked child, whose fd entries are
+//! rebuilt without waiters. While no bit is set (`no_fd_waits`), no fd
+//! entry has a waiter, a parked call or a kept file: `close` and `open`
+//! forget an fd without taking its waiter lock (`FdEntry::reset_lone`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
-static SPAWNED: AtomicBool = AtomicBool::new(false);
-static TOKENS: AtomicBool = AtomicBool::new(false);
+const SPAWNED: u8 = 1;
+const TOKENS: u8 = 2;
+const WAITED: u8 = 4;
+static STATE: AtomicU8 = AtomicU8::new(0);
 
 /// A coroutine other than `main` (or a forked child's own) is being
 /// spawned.
 #[inline]
 pub fn note_spawn() {
-    if !SPAWNED.load(Ordering::Relaxed) {
-        SPAWNED.store(true, Ordering::Relaxed);
+    if STATE.load(Ordering::Relaxed) & SPAWNED == 0 {
+        STATE.fetch_or(SPAWNED, Ordering::Relaxed);
     }
 }
 
 /// A coroutine enters a cancel token.
 #[inline]
 pub fn note_token() {
-    if !TOKENS.load(Ordering::Relaxed) {
-        TOKENS.store(true, Ordering::Relaxed);
+    if STATE.load(Ordering::Relaxed) & TOKENS == 0 {
+        STATE.fetch_or(TOKENS, Ordering::Relaxed);
     }
 }
 
-/// In a forked child, which has only the forking coroutine.
+/// A call puts a waiter on an fd, or counts itself parked on one.
+#[inline]
+pub fn note_fd_wait() {
+    if STATE.load(Ordering::Relaxed) & WAITED == 0 {
+        STATE.fetch_or(WAITED, Ordering::Relaxed);
+    }
+}
+
+/// In a forked child, which has only the forking coroutine, and fd
+/// entries rebuilt without waiters (`fdtable::rebuild_after_fork`).
 pub fn after_fork_child() {
-    SPAWNED.store(false, Ordering::Relaxed);
+    STATE.fetch_and(!(SPAWNED | WAITED), Ordering::Relaxed);
 }
 
 /// No coroutine but the first was ever spawned (since the start or the
 /// fork): a coroutine asking is the only one.
 #[inline]
 pub fn never_spawned() -> bool {
-    !SPAWNED.load(Ordering::Relaxed)
+    STATE.load(Ordering::Relaxed) & SPAWNED == 0
 }
 
-/// Neither a second coroutine nor a cancel token ever: nothing parks.
-#[inline]
+/// Neither a second coroutine nor a cancel token ever: nothing parks
+/// (but calls with a signal mask: `WAITED`).
+#[inline(always)]
 pub fn nothing_parks() -> bool {
-    !SPAWNED.load(Ordering::Relaxed) && !TOKENS.load(Ordering::Relaxed)
+    STATE.load(Ordering::Relaxed) & (SPAWNED | TOKENS) == 0
+}
+
+/// Nothing parks, and no call ever waited on an fd: every fd entry's
+/// waiter side is as new.
+#[inline(always)]
+pub fn no_fd_waits() -> bool {
+    STATE.load(Ordering::Relaxed) == 0
 }

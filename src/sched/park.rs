@@ -411,6 +411,8 @@ pub(crate) fn enlist(fd: i32, e: &fdtable::FdEntry, dir: Dir, seen: Snapshot, w:
         return Enlist::Changed;
     }
     let worker = current_worker().expect("coroutines run on workers");
+    // Before the registration: from here on, resets take the lock.
+    super::lone::note_fd_wait();
     if !g.registered_on(gen, worker.index) {
         let data = (fd as u32 as u64) | ((gen as u64) << 32);
         if let Err(err) = worker.epoll().register(fd, data) {

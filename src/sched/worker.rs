@@ -462,7 +462,7 @@ pub(super) fn steal_one(q: &Injector<TaskRef>) -> Option<TaskRef> {
 pub(super) fn mark_runtime_fds(fds: &[i32]) {
     for &fd in fds {
         if let Some(e) = fdtable::get(fd) {
-            e.runtime.store(true, Ordering::Relaxed);
+            fdtable::mark_runtime(fd, e);
         }
     }
 }

@@ -17,6 +17,17 @@ pub const INTEREST: u32 =
 
 static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
 
+/// Whether the kernel was seen to lack `epoll_pwait2` (Linux < 5.11, or
+/// valgrind): waits then take a millisecond timeout through `epoll_pwait`.
+pub fn pwait2_missing() -> bool {
+    NO_PWAIT2.load(Ordering::Relaxed)
+}
+
+/// An `epoll_pwait2` failed with ENOSYS.
+pub fn note_pwait2_missing() {
+    NO_PWAIT2.store(true, Ordering::Relaxed);
+}
+
 /// An epoll instance owned by one worker.
 #[derive(Clone, Copy)]
 pub struct Epoll {

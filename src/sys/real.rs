@@ -83,15 +83,29 @@ macro_rules! real_fns {
 
         $(
             #[inline]
-            #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+            // unreachable_code: a function returning `!` (`_exit`).
+            #[allow(clippy::missing_safety_doc, clippy::too_many_arguments, unreachable_code)]
             pub unsafe fn $name($($arg: $ty),*) -> $ret {
-                let mut p = __slots::$name.load(std::sync::atomic::Ordering::Acquire);
-                if p.is_null() {
-                    p = $crate::sys::real::resolve_into(
+                /// The first call: resolves, then calls. Apart, so that
+                /// the callers' common path keeps no registers for it (a
+                /// hook's call to libc stays a tail jump).
+                #[cold]
+                #[inline(never)]
+                unsafe fn __resolve_then_call($($arg: $ty),*) -> $ret {
+                    let p = $crate::sys::real::resolve_into(
                         &__slots::$name,
                         // SAFETY: the literal is NUL-terminated and has no interior NUL.
                         unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
                     );
+                    // SAFETY: as below.
+                    let f: unsafe extern "C" fn($($ty),*) -> $ret = unsafe { std::mem::transmute(p) };
+                    // SAFETY: the caller upholds the libc function's contract.
+                    unsafe { f($($arg),*) }
+                }
+                let p = __slots::$name.load(std::sync::atomic::Ordering::Acquire);
+                if p.is_null() {
+                    // SAFETY: the caller upholds the libc function's contract.
+                    return unsafe { __resolve_then_call($($arg),*) };
                 }
                 // SAFETY: `p` is the address of the libc function of this name,
                 // whose C prototype is the one declared here.
