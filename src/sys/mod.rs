@@ -107,10 +107,13 @@ pub fn page_size() -> usize {
 
 /// Number of CPUs this process may run on.
 pub fn available_cpus() -> usize {
+    // The kernel's call, not the exported hook (a coroutine thread's hook
+    // gives the mask the thread set: hooks/pthread/affinity.rs).
     // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if real::syscall!(libc::SYS_sched_getaffinity, 0, size, &mut set) > 0 {
             let n = libc::CPU_COUNT(&set);
             if n > 0 {
                 return n as usize;

@@ -215,7 +215,13 @@ pub(crate) unsafe fn create_coroutine(
             detached = ds == libc::PTHREAD_CREATE_DETACHED;
         }
     }
+    // SAFETY: `attr` is null or initialised (caller's contract).
+    let mask = match unsafe { affinity::for_new_thread(attr) } {
+        Ok(m) => m,
+        Err(e) => return e,
+    };
     let rec = ThreadRec::new(inherited_name());
+    *lock(&rec.affinity) = mask;
     if detached {
         lock(&rec.state).detached = true;
     }
@@ -327,6 +333,7 @@ pub(crate) fn after_fork_child() {
     for s in THREADS.iter() {
         s.unlock_after_fork(|| None);
     }
+    affinity::apply_in_child();
 }
 
 /// The coroutine thread behind a handle, if it is one and still exists.

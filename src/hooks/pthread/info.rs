@@ -217,8 +217,15 @@ pub unsafe extern "C" fn pthread_setaffinity_np(
     set: *const libc::cpu_set_t,
 ) -> c_int {
     match decode(t) {
-        // A coroutine cannot be pinned: accepted, no effect (README).
-        Some(id) => alive(id).map_or(libc::ESRCH, |_| 0),
+        // main is the process's first kernel thread: the kernel's call.
+        // SAFETY: the caller's contract; getpid has no preconditions.
+        Some(MAIN_ID) => errno_of(unsafe { real::sched_setaffinity(libc::getpid(), size, set) }),
+        // A coroutine cannot be pinned: its mask is kept (affinity.rs).
+        Some(id) => match alive(id).and(rec_of(id)) {
+            // SAFETY: the caller's buffer of `size` bytes.
+            Some(rec) => unsafe { affinity::set(&rec, size, set.cast()) },
+            None => libc::ESRCH,
+        },
         // SAFETY: the caller's contract.
         None => unsafe { real::pthread_setaffinity_np(t, size, set) },
     }
@@ -230,16 +237,21 @@ pub unsafe extern "C" fn pthread_getaffinity_np(
     size: size_t,
     set: *mut libc::cpu_set_t,
 ) -> c_int {
-    let Some(id) = decode(t) else {
+    match decode(t) {
+        // SAFETY: the caller's contract; getpid has no preconditions.
+        Some(MAIN_ID) => errno_of(unsafe { real::sched_getaffinity(libc::getpid(), size, set) }),
+        Some(id) => match alive(id).and(rec_of(id)) {
+            // SAFETY: the caller's buffer of `size` bytes.
+            Some(rec) => unsafe { affinity::get(&rec, size, set.cast()) },
+            None => libc::ESRCH,
+        },
         // SAFETY: the caller's contract.
-        return unsafe { real::pthread_getaffinity_np(t, size, set) };
-    };
-    if alive(id).is_none() {
-        return libc::ESRCH;
+        None => unsafe { real::pthread_getaffinity_np(t, size, set) },
     }
-    // The process's CPUs: a coroutine may run on any worker.
-    // SAFETY: the caller's buffer of `size` bytes.
-    let r = unsafe { libc::sched_getaffinity(libc::getpid(), size, set) };
+}
+
+/// A libc result (-1 and errno) as a pthread one (0 or the errno value).
+fn errno_of(r: c_int) -> c_int {
     if r < 0 {
         crate::sys::errno()
     } else {

@@ -150,6 +150,8 @@ struct ThreadRec {
     /// 0 while running, 1 once it finished its work (a futex word for
     /// timed joins).
     finished: AtomicU32,
+    /// The CPU mask the thread set (`affinity.rs`); None: main's.
+    affinity: Mutex<Option<affinity::Mask>>,
 }
 
 #[derive(Default)]
@@ -165,6 +167,7 @@ impl ThreadRec {
             name: Mutex::new(name),
             state: Mutex::new(RecState::default()),
             finished: AtomicU32::new(0),
+            affinity: Mutex::new(None),
         })
     }
 }
@@ -308,6 +311,7 @@ fn process_name() -> [u8; NAME_LEN] {
     })
 }
 
+mod affinity;
 mod create;
 pub(crate) mod foreign;
 mod info;

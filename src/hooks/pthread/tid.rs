@@ -16,10 +16,11 @@
 //!
 //! The calls that take a tid know these: `tgkill`, `tkill` and
 //! `rt_tgsigqueueinfo` (also through `syscall()`) signal the coroutine, as
-//! `pthread_kill` does; `sched_setaffinity`, `sched_setscheduler`,
-//! `sched_setparam` and `setpriority(PRIO_PROCESS)` are accepted with no
-//! effect, as `pthread_setaffinity_np` is for a coroutine (it cannot be
-//! pinned), and their getters give what the coroutine's worker has.
+//! `pthread_kill` does; `sched_setaffinity` on it (or on 0 in it) keeps
+//! the thread's mask, which `sched_getaffinity` gives back (`affinity.rs`);
+//! `sched_setscheduler`, `sched_setparam` and `setpriority(PRIO_PROCESS)`
+//! are accepted with no effect (a coroutine cannot be given its own), and
+//! their getters give what the coroutine's worker has.
 //! The glibc descriptor keeps the worker's kernel tid (`ctx::tls`): the
 //! kernel checks it for PI and robust futexes. Not mapped: the kernel's
 //! `/proc/self/task/<tid>/` directories, which exist for worker threads
@@ -98,7 +99,7 @@ pub(crate) fn current_tid() -> libc::pid_t {
 /// A live coroutine thread named by a tid of this process: Some(Ok(task)),
 /// Some(Err(ESRCH)) for a virtual tid that names none, None for a kernel
 /// tid (the kernel's call).
-fn named(tgid: libc::pid_t, tid: libc::pid_t) -> Option<Result<TaskRef, c_int>> {
+pub(super) fn named(tgid: libc::pid_t, tid: libc::pid_t) -> Option<Result<TaskRef, c_int>> {
     if crate::sched::confined::is() {
         return None; // the kernel's call, as every call there
     }
@@ -172,9 +173,17 @@ pub unsafe extern "C" fn sched_setaffinity(
     size: size_t,
     set: *const libc::cpu_set_t,
 ) -> c_int {
-    // A coroutine cannot be pinned: accepted, no effect (README).
-    // SAFETY: the caller's contract.
-    for_tid!(pid, 0, unsafe { real::sched_setaffinity(pid, size, set) })
+    // A coroutine thread's mask is kept, not applied (affinity.rs).
+    match super::affinity::target(pid) {
+        // SAFETY: the caller's buffer of `size` bytes.
+        Some(Ok(rec)) => match unsafe { super::affinity::set(&rec, size, set.cast()) } {
+            0 => 0,
+            e => fail(e),
+        },
+        Some(Err(e)) => fail(e),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::sched_setaffinity(pid, size, set) },
+    }
 }
 
 #[no_mangle]
@@ -183,13 +192,16 @@ pub unsafe extern "C" fn sched_getaffinity(
     size: size_t,
     set: *mut libc::cpu_set_t,
 ) -> c_int {
-    // The process's CPUs: a coroutine may run on any worker.
-    // SAFETY: the caller's contract.
-    for_tid!(
-        pid,
-        unsafe { real::sched_getaffinity(0, size, set) },
-        unsafe { real::sched_getaffinity(pid, size, set) }
-    )
+    match super::affinity::target(pid) {
+        // SAFETY: the caller's buffer of `size` bytes.
+        Some(Ok(rec)) => match unsafe { super::affinity::get(&rec, size, set.cast()) } {
+            0 => 0,
+            e => fail(e),
+        },
+        Some(Err(e)) => fail(e),
+        // SAFETY: the caller's contract.
+        None => unsafe { real::sched_getaffinity(pid, size, set) },
+    }
 }
 
 #[no_mangle]
