@@ -340,34 +340,68 @@ fn owner_tag() -> i32 {
     t
 }
 
+/// What a signal handler that runs in a coroutine waiting in
+/// `try_with_backoff` does to the wait.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum OnSignal {
+    /// The wait goes on: glibc's mutex and rwlock locks retry their futex
+    /// wait after EINTR.
+    Continue,
+    /// The wait fails with EINTR as glibc's `sem_wait` does, whose futex
+    /// wait the kernel ends after any handler when it has a timeout, and
+    /// after one without SA_RESTART when it has none (checked natively:
+    /// c-tests/pshared_timeout.c).
+    Eintr,
+}
+
 /// In a coroutine, waits for an object that only glibc may take (process
 /// shared, robust, priority-protocol) without blocking the worker:
 /// `attempt` is glibc's try operation, returning EBUSY (or `busy`) while
 /// another thread holds the object; between attempts the coroutine sleeps
 /// 20 us, doubling up to 1 ms (the holder may be a coroutine of this very
-/// worker, or another process). Returns the attempt's answer, or ETIMEDOUT
-/// once `deadline` passed.
+/// worker, or another process). Returns the attempt's answer, ETIMEDOUT
+/// once `deadline` passed, or EINTR when `on_signal` says so.
 pub(super) fn try_with_backoff(
     busy: c_int,
     deadline: Option<Deadline>,
+    on_signal: OnSignal,
     mut attempt: impl FnMut() -> c_int,
 ) -> c_int {
     let mut pause = 20_000u64;
+    let mut intr = (on_signal == OnSignal::Eintr).then(crate::sched::signals::Interruptible::begin);
     loop {
         let r = attempt();
         if r != busy {
             return r;
         }
-        let now = crate::sys::now_ns();
-        let mut until = now + pause;
+        if let Some(i) = intr.as_mut() {
+            if let Some(restart) = i.check() {
+                if !restart || deadline.is_some() {
+                    return libc::EINTR;
+                }
+                *i = crate::sched::signals::Interruptible::begin();
+            }
+        }
+        let mut until = crate::sys::now_ns() + pause;
         if let Some(d) = deadline {
-            let d = d.monotonic();
-            if now >= d {
+            // Asked of the deadline's own clock: a CLOCK_REALTIME one
+            // that has passed converts to "now" on the monotonic clock,
+            // which is never behind a `now` read before it, so comparing
+            // the converted value would never time out.
+            if d.passed() {
                 return libc::ETIMEDOUT;
             }
-            until = until.min(d);
+            until = until.min(d.monotonic());
         }
-        sched::sleep_until(until);
+        // One park, not `sched::sleep_until`: a handler that runs in the
+        // coroutine ends the park early, and the next round looks at it
+        // (sleep_until would park again at once, and spin, while the
+        // handler's mark stands).
+        crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Timer, until);
+        sched::park_cancelable(|_| true, Some(until));
+        if let Some(t) = current() {
+            sched::identity::cancel_point(&t.ident);
+        }
         pause = (pause * 2).min(1_000_000);
     }
 }

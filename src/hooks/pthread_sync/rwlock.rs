@@ -162,7 +162,12 @@ fn glibc_rw(
             Err(e) => return Some(e),
         },
     };
-    Some(try_with_backoff(libc::EBUSY, deadline, attempt))
+    Some(try_with_backoff(
+        libc::EBUSY,
+        deadline,
+        OnSignal::Continue,
+        attempt,
+    ))
 }
 
 #[no_mangle]

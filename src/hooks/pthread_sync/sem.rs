@@ -56,7 +56,9 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
         if in_coroutine() {
             let i = intr.get_or_insert_with(crate::sched::signals::Interruptible::begin);
             if let Some(restart) = i.check() {
-                if !restart {
+                // The kernel ends a timed futex wait with EINTR after any
+                // handler, SA_RESTART or not (ERESTART_RESTARTBLOCK).
+                if !restart || deadline.is_some() {
                     return libc::EINTR;
                 }
                 *i = crate::sched::signals::Interruptible::begin();
@@ -85,7 +87,7 @@ fn glibc_down(s: *mut sem_t, deadline: Option<Deadline>) -> Option<c_int> {
     if !on() || !in_coroutine() {
         return None;
     }
-    let r = try_with_backoff(libc::EAGAIN, deadline, || {
+    let r = try_with_backoff(libc::EAGAIN, deadline, OnSignal::Eintr, || {
         if let Some(t) = current() {
             sched::identity::cancel_point(&t.ident);
         }
