@@ -9,6 +9,9 @@
  * before it and not much later. A handler ends a semaphore wait with EINTR
  * as the kernel ends glibc's futex wait: always when the wait has a
  * timeout, only without SA_RESTART when it has none (checked natively).
+ * A companion thread waits on a pipe for the whole run: under corun a
+ * process's only coroutine makes glibc's blocking calls, as natively, and
+ * the waits tested here are those of a coroutine that shares its process.
  * Output is the same natively and under corun; timings are reported as
  * "in time: yes/no", never as figures. Bounded: every wait is at most
  * 2 s long. */
@@ -37,7 +40,16 @@ struct shared {
 
 static struct shared *sh;
 static sem_t *named;
-static int to_holder[2], from_holder[2];
+static int to_holder[2], from_holder[2], to_companion[2];
+
+static void *companion(void *arg)
+{
+    (void)arg;
+    char c;
+    if (read(to_companion[0], &c, 1) < 0)
+        perror("companion");
+    return NULL;
+}
 
 static long long mono_ms(void)
 {
@@ -196,7 +208,7 @@ static void interrupted(const char *what, sem_t *s)
 int main(void)
 {
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED || pipe(to_holder) || pipe(from_holder)) {
+    if (sh == MAP_FAILED || pipe(to_holder) || pipe(from_holder) || pipe(to_companion)) {
         perror("setup");
         return 1;
     }
@@ -224,12 +236,16 @@ int main(void)
     pthread_rwlock_init(&sh->rw, &ra);
     pthread_rwlockattr_destroy(&ra);
 
+    pthread_t comp;
+    pthread_create(&comp, NULL, companion, NULL);
     timeouts();
     interrupted("named", named);
     interrupted("process-shared", &sh->sem);
     static sem_t private_sem;
     sem_init(&private_sem, 0, 0);
     interrupted("private", &private_sem);
+    close(to_companion[1]);
+    pthread_join(comp, NULL);
     printf("done\n");
     return 0;
 }

@@ -340,6 +340,18 @@ fn owner_tag() -> i32 {
     t
 }
 
+/// Whether a wait for an object only glibc may take backs off here
+/// (`try_with_backoff`, or a blocking-pool helper): in a coroutine that
+/// shares the process with others. The process's only coroutine (a forked
+/// child that made no thread, a program that never made one) makes glibc's
+/// blocking call, as natively: nothing else could run on its worker
+/// meanwhile, and the back-off's timer rounds made a round trip through a
+/// pair of named semaphores between two such processes 100-200 times
+/// slower than natively.
+fn backs_off() -> bool {
+    on() && sched::parking()
+}
+
 /// What a signal handler that runs in a coroutine waiting in
 /// `try_with_backoff` does to the wait.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -152,7 +152,7 @@ fn glibc_rw(
     clk_abs: Option<(clockid_t, *const timespec)>,
     attempt: impl FnMut() -> c_int,
 ) -> Option<c_int> {
-    if !on() || !in_coroutine() {
+    if !backs_off() {
         return None;
     }
     let deadline = match clk_abs {

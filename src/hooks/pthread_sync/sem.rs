@@ -84,7 +84,7 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
 /// with a back-off (mod.rs), a cancellation point as sem_wait is; None
 /// outside coroutines (the caller makes glibc's blocking call).
 fn glibc_down(s: *mut sem_t, deadline: Option<Deadline>) -> Option<c_int> {
-    if !on() || !in_coroutine() {
+    if !backs_off() {
         return None;
     }
     let r = try_with_backoff(libc::EAGAIN, deadline, OnSignal::Eintr, || {
