@@ -352,6 +352,10 @@ fn backs_off() -> bool {
     on() && sched::parking()
 }
 
+/// The longest sleep between two attempts on a watched word: a safety net
+/// (a release always wakes the watcher), cheap at this rate.
+const WATCH_PAUSE_NS: u64 = 100_000_000;
+
 /// What a signal handler that runs in a coroutine waiting in
 /// `try_with_backoff` does to the wait.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -371,12 +375,17 @@ pub(super) enum OnSignal {
 /// `attempt` is glibc's try operation, returning EBUSY (or `busy`) while
 /// another thread holds the object; between attempts the coroutine sleeps
 /// 20 us, doubling up to 1 ms (the holder may be a coroutine of this very
-/// worker, or another process). Returns the attempt's answer, ETIMEDOUT
-/// once `deadline` passed, or EINTR when `on_signal` says so.
+/// worker, or another process). With `watch`, a process-shared word that
+/// stays 0 while the object is busy and that a release wakes in the kernel
+/// (a semaphore's value, its waiter count raised by the caller), the
+/// coroutine sleeps until that wake instead (`sync::shared_watch`), or
+/// `WATCH_PAUSE_NS` at most. Returns the attempt's answer, ETIMEDOUT once
+/// `deadline` passed, or EINTR when `on_signal` says so.
 pub(super) fn try_with_backoff(
     busy: c_int,
     deadline: Option<Deadline>,
     on_signal: OnSignal,
+    watch: Option<&AtomicU32>,
     mut attempt: impl FnMut() -> c_int,
 ) -> c_int {
     let mut pause = 20_000u64;
@@ -409,8 +418,18 @@ pub(super) fn try_with_backoff(
         // coroutine ends the park early, and the next round looks at it
         // (sleep_until would park again at once, and spin, while the
         // handler's mark stands).
-        crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Timer, until);
-        sched::park_cancelable(|_| true, Some(until));
+        let watched = watch.and_then(|w| {
+            let mut until = crate::sys::now_ns() + WATCH_PAUSE_NS;
+            if let Some(d) = deadline {
+                until = until.min(d.monotonic());
+            }
+            crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Sem, w.as_ptr() as u64);
+            sync::shared_watch::wait(w, 0, Some(Deadline::Monotonic(until)))
+        });
+        if watched.is_none() {
+            crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Timer, until);
+            sched::park_cancelable(|_| true, Some(until));
+        }
         if let Some(t) = current() {
             sched::identity::cancel_point(&t.ident);
         }

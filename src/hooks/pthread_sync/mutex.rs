@@ -148,7 +148,7 @@ unsafe fn glibc_lock(m: *mut pthread_mutex_t, deadline: Option<Deadline>) -> c_i
         return unsafe { real::pthread_mutex_lock(m) };
     }
     // SAFETY: the caller's contract.
-    try_with_backoff(libc::EBUSY, deadline, OnSignal::Continue, || unsafe {
+    try_with_backoff(libc::EBUSY, deadline, OnSignal::Continue, None, || unsafe {
         real::pthread_mutex_trylock(m)
     })
 }

@@ -166,6 +166,7 @@ fn glibc_rw(
         libc::EBUSY,
         deadline,
         OnSignal::Continue,
+        None,
         attempt,
     ))
 }
