@@ -20,7 +20,7 @@
 //! ends with it (sshd's monitor then sees the socket close). So `enter`
 //! makes corun's helper threads (the blocking pool's, the watchdog, the
 //! preemption monitor (which looks at every sample), the cancel-deadline
-//! thread) leave, and waits, up to `HELPERS_GONE_NS`, until
+//! thread, the shared-futex watcher) leave, and waits, up to `HELPERS_GONE_NS`, until
 //! the kernel no longer knows them (helpers start through `spawn_helper`
 //! and record their kernel thread id in `HELPERS`). Idle workers are not
 //! stopped.
@@ -117,6 +117,7 @@ pub fn enter() {
     super::blocking::retire_all();
     super::watchdog::wake();
     super::deadline::wake();
+    super::sync::shared_watch::wake();
     let until = crate::sys::now_ns() + HELPERS_GONE_NS;
     let pause = || {
         let ts = crate::sys::ns_timespec(100_000);

@@ -43,6 +43,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     };
     super::fdtable::rebuild_after_fork();
     super::sync::after_fork_child();
+    super::sync::shared_watch::after_fork_child();
     crate::ctx::tls::after_fork_child();
     keep_only(w);
     super::lone::after_fork_child();

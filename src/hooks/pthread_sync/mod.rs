@@ -340,34 +340,99 @@ fn owner_tag() -> i32 {
     t
 }
 
+/// Whether a wait for an object only glibc may take backs off here
+/// (`try_with_backoff`, or a blocking-pool helper): in a coroutine that
+/// shares the process with others. The process's only coroutine (a forked
+/// child that made no thread, a program that never made one) makes glibc's
+/// blocking call, as natively: nothing else could run on its worker
+/// meanwhile, and the back-off's timer rounds made a round trip through a
+/// pair of named semaphores between two such processes 100-200 times
+/// slower than natively.
+fn backs_off() -> bool {
+    on() && sched::parking()
+}
+
+/// The longest sleep between two attempts on a watched word: a safety net
+/// (a release always wakes the watcher), cheap at this rate.
+const WATCH_PAUSE_NS: u64 = 100_000_000;
+
+/// What a signal handler that runs in a coroutine waiting in
+/// `try_with_backoff` does to the wait.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum OnSignal {
+    /// The wait goes on: glibc's mutex and rwlock locks retry their futex
+    /// wait after EINTR.
+    Continue,
+    /// The wait fails with EINTR as glibc's `sem_wait` does, whose futex
+    /// wait the kernel ends after any handler when it has a timeout, and
+    /// after one without SA_RESTART when it has none (checked natively:
+    /// c-tests/pshared_timeout.c).
+    Eintr,
+}
+
 /// In a coroutine, waits for an object that only glibc may take (process
 /// shared, robust, priority-protocol) without blocking the worker:
 /// `attempt` is glibc's try operation, returning EBUSY (or `busy`) while
 /// another thread holds the object; between attempts the coroutine sleeps
 /// 20 us, doubling up to 1 ms (the holder may be a coroutine of this very
-/// worker, or another process). Returns the attempt's answer, or ETIMEDOUT
-/// once `deadline` passed.
+/// worker, or another process). With `watch`, a process-shared word that
+/// stays 0 while the object is busy and that a release wakes in the kernel
+/// (a semaphore's value, its waiter count raised by the caller), the
+/// coroutine sleeps until that wake instead (`sync::shared_watch`), or
+/// `WATCH_PAUSE_NS` at most. Returns the attempt's answer, ETIMEDOUT once
+/// `deadline` passed, or EINTR when `on_signal` says so.
 pub(super) fn try_with_backoff(
     busy: c_int,
     deadline: Option<Deadline>,
+    on_signal: OnSignal,
+    watch: Option<&AtomicU32>,
     mut attempt: impl FnMut() -> c_int,
 ) -> c_int {
     let mut pause = 20_000u64;
+    let mut intr = (on_signal == OnSignal::Eintr).then(crate::sched::signals::Interruptible::begin);
     loop {
         let r = attempt();
         if r != busy {
             return r;
         }
-        let now = crate::sys::now_ns();
-        let mut until = now + pause;
+        if let Some(i) = intr.as_mut() {
+            if let Some(restart) = i.check() {
+                if !restart || deadline.is_some() {
+                    return libc::EINTR;
+                }
+                *i = crate::sched::signals::Interruptible::begin();
+            }
+        }
+        let mut until = crate::sys::now_ns() + pause;
         if let Some(d) = deadline {
-            let d = d.monotonic();
-            if now >= d {
+            // Asked of the deadline's own clock: a CLOCK_REALTIME one
+            // that has passed converts to "now" on the monotonic clock,
+            // which is never behind a `now` read before it, so comparing
+            // the converted value would never time out.
+            if d.passed() {
                 return libc::ETIMEDOUT;
             }
-            until = until.min(d);
+            until = until.min(d.monotonic());
         }
-        sched::sleep_until(until);
+        // One park, not `sched::sleep_until`: a handler that runs in the
+        // coroutine ends the park early, and the next round looks at it
+        // (sleep_until would park again at once, and spin, while the
+        // handler's mark stands).
+        let watched = watch.and_then(|w| {
+            let mut until = crate::sys::now_ns() + WATCH_PAUSE_NS;
+            if let Some(d) = deadline {
+                until = until.min(d.monotonic());
+            }
+            crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Sem, w.as_ptr() as u64);
+            sync::shared_watch::wait(w, 0, Some(Deadline::Monotonic(until)))
+        });
+        if watched.is_none() {
+            crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Timer, until);
+            sched::park_cancelable(|_| true, Some(until));
+        }
+        if let Some(t) = current() {
+            sched::identity::cancel_point(&t.ident);
+        }
         pause = (pause * 2).min(1_000_000);
     }
 }

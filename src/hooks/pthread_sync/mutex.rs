@@ -143,12 +143,12 @@ fn mutex_unlock(w: &MutexWords) -> c_int {
 /// robust, priority-protocol): in a coroutine, its trylock with a back-off
 /// (mod.rs), so a contended lock parks instead of blocking the worker.
 unsafe fn glibc_lock(m: *mut pthread_mutex_t, deadline: Option<Deadline>) -> c_int {
-    if !on() || !in_coroutine() {
+    if !backs_off() {
         // SAFETY: the caller's contract.
         return unsafe { real::pthread_mutex_lock(m) };
     }
     // SAFETY: the caller's contract.
-    try_with_backoff(libc::EBUSY, deadline, || unsafe {
+    try_with_backoff(libc::EBUSY, deadline, OnSignal::Continue, None, || unsafe {
         real::pthread_mutex_trylock(m)
     })
 }
@@ -227,7 +227,7 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
 ) -> c_int {
     // SAFETY: the caller's mutex.
     if !mutex_ours(unsafe { mutex_words(m) }) {
-        if on() && in_coroutine() {
+        if backs_off() {
             return match deadline_of(libc::CLOCK_REALTIME, abs) {
                 // SAFETY: the caller's contract.
                 Ok(d) => unsafe { glibc_lock(m, Some(d)) },
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
 ) -> c_int {
     // SAFETY: the caller's mutex.
     if !mutex_ours(unsafe { mutex_words(m) }) {
-        if on() && in_coroutine() {
+        if backs_off() {
             return match deadline_of(clk, abs) {
                 // SAFETY: the caller's contract.
                 Ok(d) => unsafe { glibc_lock(m, Some(d)) },

@@ -152,7 +152,7 @@ fn glibc_rw(
     clk_abs: Option<(clockid_t, *const timespec)>,
     attempt: impl FnMut() -> c_int,
 ) -> Option<c_int> {
-    if !on() || !in_coroutine() {
+    if !backs_off() {
         return None;
     }
     let deadline = match clk_abs {
@@ -162,7 +162,13 @@ fn glibc_rw(
             Err(e) => return Some(e),
         },
     };
-    Some(try_with_backoff(libc::EBUSY, deadline, attempt))
+    Some(try_with_backoff(
+        libc::EBUSY,
+        deadline,
+        OnSignal::Continue,
+        None,
+        attempt,
+    ))
 }
 
 #[no_mangle]

@@ -56,7 +56,9 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
         if in_coroutine() {
             let i = intr.get_or_insert_with(crate::sched::signals::Interruptible::begin);
             if let Some(restart) = i.check() {
-                if !restart {
+                // The kernel ends a timed futex wait with EINTR after any
+                // handler, SA_RESTART or not (ERESTART_RESTARTBLOCK).
+                if !restart || deadline.is_some() {
                     return libc::EINTR;
                 }
                 *i = crate::sched::signals::Interruptible::begin();
@@ -81,20 +83,45 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
 /// A process-shared or named semaphore in a coroutine: glibc's trywait
 /// with a back-off (mod.rs), a cancellation point as sem_wait is; None
 /// outside coroutines (the caller makes glibc's blocking call).
+///
+/// While it waits, the coroutine counts itself in the semaphore's waiter
+/// count (glibc's high word, as glibc's own waiters do), so that a
+/// `sem_post` of any process makes its FUTEX_WAKE, which the watcher
+/// thread passes on (`sync::shared_watch`). A thread cancelled in the wait
+/// leaves the count one too high: each later post then makes a wake
+/// nobody needs (glibc's own cancelled waiters take theirs back).
 fn glibc_down(s: *mut sem_t, deadline: Option<Deadline>) -> Option<c_int> {
-    if !on() || !in_coroutine() {
+    if !backs_off() {
         return None;
     }
-    let r = try_with_backoff(libc::EAGAIN, deadline, || {
-        if let Some(t) = current() {
-            sched::identity::cancel_point(&t.ident);
-        }
-        // SAFETY: the caller's semaphore.
-        match unsafe { real::sem_trywait(s) } {
-            0 => 0,
-            _ => crate::sys::errno(),
-        }
-    });
+    // SAFETY: the caller's semaphore; SemWords is a prefix of sem_t, whose
+    // layout the probe checked.
+    let w = layout().sem.then(|| unsafe { &*(s as *const SemWords) });
+    if let Some(t) = current() {
+        sched::identity::cancel_point(&t.ident);
+    }
+    if let Some(w) = w {
+        w.nwaiters.fetch_add(1, Ordering::SeqCst);
+    }
+    let r = try_with_backoff(
+        libc::EAGAIN,
+        deadline,
+        OnSignal::Eintr,
+        w.map(|w| &w.value),
+        || {
+            if let Some(t) = current() {
+                sched::identity::cancel_point(&t.ident);
+            }
+            // SAFETY: the caller's semaphore.
+            match unsafe { real::sem_trywait(s) } {
+                0 => 0,
+                _ => crate::sys::errno(),
+            }
+        },
+    );
+    if let Some(w) = w {
+        w.nwaiters.fetch_sub(1, Ordering::SeqCst);
+    }
     Some(sem_result(r))
 }
 

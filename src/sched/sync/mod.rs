@@ -50,6 +50,7 @@
 //! zero read means every future sleeper will see the new value.
 
 mod ops;
+pub mod shared_watch;
 
 pub use ops::{park_on_any, requeue_parked, wake_two, WAITV_MAX};
 
