@@ -27,11 +27,14 @@ impl Worker {
     pub(super) fn run_task_inline(&'static self, t: TaskRef) {
         let tp = Arc::as_ptr(&t);
         // SAFETY: only this worker touches `coro` and `stack` of a task it
-        // runs (the task is out of every queue while it runs).
-        let coro = unsafe { &mut *t.coro.get() };
-        if coro.is_none() && !self.start_coroutine(&t) {
+        // runs (the task is out of every queue while it runs); the look
+        // ends before `start_coroutine` takes its own reference.
+        let never_ran = unsafe { (*t.coro.get()).is_none() };
+        if never_ran && !self.start_coroutine(&t) {
             return;
         }
+        // SAFETY: as above; no other reference to `coro` is live now.
+        let coro = unsafe { &mut *t.coro.get() };
         let co = coro.as_mut().expect("coroutine just made");
         t.set_running();
         let (guard, top) = co.bounds();
