@@ -358,14 +358,16 @@ pub(super) fn try_with_backoff(
         if r != busy {
             return r;
         }
-        let now = crate::sys::now_ns();
-        let mut until = now + pause;
+        // The deadline is tested on its own clock: a realtime one converted
+        // to the monotonic clock is "now" once it passed (the conversion
+        // reads the clocks after `now` was read), so `now >= d` never held
+        // and the loop spun without a nap for ever.
+        if deadline.is_some_and(|d| d.passed()) {
+            return libc::ETIMEDOUT;
+        }
+        let mut until = crate::sys::now_ns() + pause;
         if let Some(d) = deadline {
-            let d = d.monotonic();
-            if now >= d {
-                return libc::ETIMEDOUT;
-            }
-            until = until.min(d);
+            until = until.min(d.monotonic());
         }
         sched::sleep_until(until);
         pause = (pause * 2).min(1_000_000);
