@@ -4,6 +4,7 @@
 
 pub mod coroutine;
 pub mod overflow;
+pub mod robust;
 pub mod stack;
 pub mod tls;
 

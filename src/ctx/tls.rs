@@ -460,6 +460,20 @@ pub fn start_thread() {
     crate::sys::set_errno(0);
 }
 
+/// What the kernel does at a thread's exit for its robust mutexes, for the
+/// ending coroutine's own list (`robust.rs`). Called in the ending
+/// coroutine, on its own thread pointer, after its destructors.
+pub fn end_robust_list() {
+    let Some(g) = glibc() else { return };
+    let tp = thread_pointer();
+    // SAFETY: the calling thread's own descriptor (a block of ours, as the
+    // caller checked), whose thread runs nothing more that locks.
+    unsafe {
+        let tid = *((tp + g.tid) as *const i32);
+        super::robust::owner_died(tp + g.robust_head, tid);
+    }
+}
+
 /// Runs the thread's C++ `thread_local` destructors (registered through
 /// `__cxa_thread_atexit_impl`), as glibc does when a thread ends. Called
 /// in the ending coroutine, on its own thread pointer.

@@ -99,6 +99,11 @@ pub(super) fn thread_end() {
         crate::ctx::tls::run_thread_dtors();
     }
     run_key_destructors();
+    // Then, as the kernel at a thread's exit, its robust mutexes: their next
+    // lockers get EOWNERDEAD (before a joiner can run).
+    if current().is_some_and(|t| t.ident.tp.get() != 0) {
+        crate::ctx::tls::end_robust_list();
+    }
     let Some(rec) = self_rec() else { return };
     let created = with_local(|l| l.created).unwrap_or(false);
     let id = current_id();
