@@ -2,7 +2,8 @@
  * co_sigwait: the "block signals, one thread sits in sigwait" design.
  * main blocks SIGUSR1/SIGUSR2 before any coroutine starts; a coroutine
  * waits in sigwait while another ticks every millisecond on the same
- * runtime; main sends SIGUSR1 to the process after 100 ms. The waiter
+ * runtime; main sends SIGUSR1 to the process once each ticker ticked
+ * more than 10 times (5 s at most: `until_ticked`). The waiter
  * must get SIGUSR1, and the ticker must have kept ticking meanwhile (a
  * sigwait that held its worker would stop a ticker placed there).
  * sigtimedwait with a 50 ms timeout on an empty set returns EAGAIN.
@@ -21,19 +22,34 @@ static volatile sig_atomic_t hup, usr2;
 static void on_hup(int s) { (void)s; hup = 1; }
 static void on_usr2(int s) { (void)s; usr2 = 1; }
 
-/* 100 ms: long enough for a ticker to tick well over 10 times even on a
- * machine so loaded that a 1 ms sleep takes 10 (it failed there at 30). */
-static void *killer(void *a)
-{
-    usleep(100000);
-    kill(getpid(), (int)(intptr_t)a);
-    return NULL;
-}
 /* Each ticker counts its own ticks: what must hold is that every ticker
  * ran meanwhile (one shares the waiter's worker), not a total, which a
  * loaded machine cuts (82 of 200 at load 21 on 2 CPUs). */
 static long ticks[3];
 static int got;
+
+/* Waits until every ticker of ticks[from..to] has ticked more than 10
+ * times, for 5 s at most: a handshake, not a fixed 100 ms, which a loaded
+ * machine cut to 5-10 ticks (3 runs in 40 at load 20, with main's library
+ * too). A ticker on a worker that a wait holds never gets there. */
+static void until_ticked(int from, int to)
+{
+    for (int i = 0; i < 5000; i++) {
+        int all = 1;
+        for (int k = from; k <= to; k++)
+            all = all && __atomic_load_n(&ticks[k], __ATOMIC_RELAXED) > 10;
+        if (all)
+            return;
+        usleep(1000);
+    }
+}
+
+static void *killer(void *a)
+{
+    until_ticked(2, 2);
+    kill(getpid(), (int)(intptr_t)a);
+    return NULL;
+}
 
 static void *waiter(void *a)
 {
@@ -67,7 +83,7 @@ int main(void)
     corun_co_t *w = corun_spawn(waiter, &set);
     corun_co_t *t1 = corun_spawn(ticker, &ticks[0]);
     corun_co_t *t2 = corun_spawn(ticker, &ticks[1]);
-    usleep(100000);
+    until_ticked(0, 1);
     kill(getpid(), SIGUSR1);
     corun_join(w, NULL);
     corun_join(t1, NULL);
