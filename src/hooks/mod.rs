@@ -199,7 +199,24 @@ pub(crate) fn ebadf() -> i32 {
 /// `sched::parking()` already (the reads: `before_nb_read` needs it too).
 #[inline]
 pub(crate) fn fd_parks(fd: i32) -> bool {
-    let Some(e) = fdtable::peek(fd) else {
+    entry_parks(fdtable::peek(fd))
+}
+
+/// The entry a read hook that `parks` looks at, once, for both
+/// `entry_parks` and `before_nb_read_at` (None when it does not park).
+#[inline]
+pub(crate) fn read_entry(fd: i32, parks: bool) -> Option<&'static FdEntry> {
+    if parks {
+        fdtable::peek(fd)
+    } else {
+        None
+    }
+}
+
+/// `fd_parks` of an entry already looked up (None: no entry yet).
+#[inline]
+pub(crate) fn entry_parks(e: Option<&FdEntry>) -> bool {
+    let Some(e) = e else {
         return true;
     };
     let w = e.policy.nonblock.load(Ordering::Acquire);
@@ -223,7 +240,15 @@ pub(crate) fn before_nb_read(
     if !parks {
         return None;
     }
-    let e = fdtable::peek(fd)?;
+    before_nb_read_at(fdtable::peek(fd))
+}
+
+/// `before_nb_read` of the entry `read_entry` found.
+#[inline]
+pub(crate) fn before_nb_read_at(
+    e: Option<&'static FdEntry>,
+) -> Option<(&'static FdEntry, fdtable::Snapshot)> {
+    let e = e?;
     (e.policy.kind.load(Ordering::Relaxed) == fdtable::KIND_SOCKET)
         .then(|| (e, e.snapshot(Dir::Read)))
 }
