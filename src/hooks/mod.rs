@@ -43,6 +43,19 @@
 //! handler) the hook is an exact passthrough to the real function: same
 //! result, same errno, for the cost of one thread-local load.
 //!
+//! Lone entries: in a process where nothing parks (`sched/lone.rs`: no
+//! coroutine but the first was ever spawned, no cancel token; an nginx or
+//! lighttpd worker, a forked PostgreSQL backend) the hooks an event loop
+//! calls per request (`read`, `write`, `readv`, `writev`, `recv`,
+//! `recvfrom`, `recvmsg`, `send`, `sendto`, `sendmsg`, `pread64`,
+//! `pwrite64`, `sendfile`, `epoll_wait`, `epoll_pwait` without a mask,
+//! `open`, `openat`) test that one byte and go to libc by a tail jump,
+//! the rest of the hook in a function apart, so that the common path
+//! saves no registers and builds no frame. `close` and `open` forget the
+//! fd's entry without its waiter lock while no call ever waited on an fd
+//! (`FdEntry::reset_lone`). callgrind, per call, native / before / with
+//! them: recv 17 / 55 / 24, close 9 / 128 / 46, open 36 / 152 / 66.
+//!
 //! In a coroutine, a call that could block is made non-blocking *per call*,
 //! never by leaving O_NONBLOCK on the open file description (docs/ARCHITECTURE.md §5.1):
 //!
