@@ -36,5 +36,8 @@ mod capi_handles;
 #[path = "hooks/path_memo.rs"]
 mod hooks_path_memo;
 #[cfg(test)]
+#[path = "hooks/pthread_sync/mask.rs"]
+mod hooks_pthread_mask;
+#[cfg(test)]
 #[path = "hooks/scanf_format.rs"]
 mod hooks_scanf_format;

@@ -294,7 +294,8 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
 #[inline(never)]
 unsafe fn read_hooked(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
     let parks = parking();
-    if parks && fd_parks(fd) {
+    let mut e = super::read_entry(fd, parks);
+    if parks && super::entry_parks(e) {
         let iov = iovec {
             iov_base: buf,
             iov_len: n,
@@ -302,8 +303,9 @@ unsafe fn read_hooked(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
         if let Some(r) = read_iov(fd, &iov, 1) {
             return r;
         }
+        e = fdtable::peek(fd);
     }
-    let before = before_nb_read(fd, parks);
+    let before = super::before_nb_read_at(e);
     // SAFETY: the caller's read contract.
     after_nb_read(before, unsafe { real::read(fd, buf, n) })
 }

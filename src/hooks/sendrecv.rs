@@ -29,8 +29,9 @@ use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 
 use super::rw::{iov_len, iov_tail};
 use super::{
-    after_nb_read, before_nb_read, drained, eagain, fd_parks, nonblocking_loop, nosignal_after,
-    parking_on, sent_or_epipe, user_nonblocking, write_all, Deadline, Io, Written,
+    after_nb_read, before_nb_read, before_nb_read_at, drained, eagain, entry_parks, fd_parks,
+    nonblocking_loop, nosignal_after, parking_on, read_entry, sent_or_epipe, user_nonblocking,
+    write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::parking;
@@ -344,13 +345,15 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
 #[inline(never)]
 unsafe fn recv_hooked(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
     let parks = crate::sched::parking();
-    if parks && fd_parks(fd) && flags & libc::MSG_DONTWAIT == 0 {
+    let mut e = read_entry(fd, parks);
+    if parks && entry_parks(e) && flags & libc::MSG_DONTWAIT == 0 {
         let (addr, alen) = (std::ptr::null_mut(), std::ptr::null_mut());
         if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
+        e = fdtable::peek(fd);
     }
-    let before = before_nb_read(fd, parks);
+    let before = before_nb_read_at(e);
     // SAFETY: the caller's recv contract.
     after_nb_read(before, unsafe { real::recv(fd, buf, n, flags) })
 }
@@ -383,12 +386,14 @@ unsafe fn recvfrom_hooked(
     alen: *mut socklen_t,
 ) -> ssize_t {
     let parks = crate::sched::parking();
-    if parks && fd_parks(fd) && flags & libc::MSG_DONTWAIT == 0 {
+    let mut e = read_entry(fd, parks);
+    if parks && entry_parks(e) && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = recv_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
+        e = fdtable::peek(fd);
     }
-    let before = before_nb_read(fd, parks);
+    let before = before_nb_read_at(e);
     // SAFETY: the caller's recvfrom contract.
     after_nb_read(before, unsafe {
         real::recvfrom(fd, buf, n, flags, addr, alen)

@@ -22,7 +22,6 @@
 //! a call is a look at a thread-local; every `CHECK_EVERY` calls without a
 //! switch, a clock read.
 
-use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
 use super::park::{current, in_coroutine, in_signal_handler, suspend};
@@ -34,8 +33,13 @@ pub const SLICE_NS: u64 = 2_000_000;
 /// Calls between clock reads.
 const CHECK_EVERY: u32 = 16;
 
+/// Where the worker's run of such calls began: kept in the worker
+/// (`Local::slice_mark`, only its thread touches it), not a
+/// `thread_local!`, which in a shared library is a `__tls_get_addr` call
+/// per access (two per call, a third of this function's cost). Any
+/// switch of the worker starts a new run, whichever coroutine it resumes.
 #[derive(Clone, Copy)]
-struct Mark {
+pub(super) struct Mark {
     /// The worker's switch count when the calls began.
     switches: u64,
     /// Monotonic time at the first clock read since (0: none yet).
@@ -43,15 +47,11 @@ struct Mark {
     calls: u32,
 }
 
-const NONE: Mark = Mark {
+pub(super) const NONE: Mark = Mark {
     switches: u64::MAX,
     since: 0,
     calls: 0,
 };
-
-thread_local! {
-    static MARK: Cell<Mark> = const { Cell::new(NONE) };
-}
 
 /// Yields when the running coroutine has made such calls for `SLICE_NS`
 /// without a switch of its worker, after its worker polled its netpoller. Outside a coroutine, or in a signal
@@ -68,9 +68,10 @@ pub fn yield_if_slice_spent() {
         return;
     }
     let switches = w.switches.load(Ordering::Relaxed);
-    let mut m = MARK.get();
+    let mark = &w.local.slice_mark;
+    let mut m = mark.get();
     if m.switches != switches {
-        MARK.set(Mark {
+        mark.set(Mark {
             switches,
             since: 0,
             calls: 0,
@@ -79,7 +80,7 @@ pub fn yield_if_slice_spent() {
     }
     m.calls = m.calls.wrapping_add(1);
     if !m.calls.is_multiple_of(CHECK_EVERY) {
-        MARK.set(m);
+        mark.set(m);
         return;
     }
     let now = crate::sys::now_ns();
@@ -87,10 +88,10 @@ pub fn yield_if_slice_spent() {
         if m.since == 0 {
             m.since = now;
         }
-        MARK.set(m);
+        mark.set(m);
         return;
     }
-    MARK.set(NONE);
+    mark.set(NONE);
     // The process's only coroutine now (its threads ended): as above.
     if super::alone() {
         return;

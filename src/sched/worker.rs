@@ -170,6 +170,9 @@ pub(super) struct Local {
     /// Where thread-locals sit relative to a thread pointer, for
     /// prefetching a coroutine's (`prefetch.rs`).
     pub(super) tls_offsets: Cell<TlsOffsets>,
+    /// Where the running coroutine's calls that do not wait began
+    /// (`slice.rs`).
+    pub(super) slice_mark: Cell<super::slice::Mark>,
 }
 
 // SAFETY: a worker's `Local` is only used by the thread that drives the
@@ -283,6 +286,7 @@ impl Worker {
                 watches_fds: Cell::new(false),
                 overflow_slot: Cell::new(std::ptr::null()),
                 blocks: BlockCache::new(),
+                slice_mark: Cell::new(super::slice::NONE),
             },
         });
         Ok(Box::leak(w))

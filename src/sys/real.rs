@@ -83,8 +83,9 @@ macro_rules! real_fns {
 
         $(
             #[inline]
-            // unreachable_code: a function returning `!` (`_exit`).
-            #[allow(clippy::missing_safety_doc, clippy::too_many_arguments, unreachable_code)]
+            // unreachable_code, diverging_sub_expression: a function
+            // returning `!` (`pthread_exit`).
+            #[allow(clippy::missing_safety_doc, clippy::too_many_arguments, clippy::diverging_sub_expression, unreachable_code)]
             pub unsafe fn $name($($arg: $ty),*) -> $ret {
                 /// The first call: resolves, then calls. Apart, so that
                 /// the callers' common path keeps no registers for it (a

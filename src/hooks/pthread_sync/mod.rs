@@ -159,6 +159,9 @@ extern "C" {
 // ---------------------------------------------------------------------------
 // When to interpose, and glibc's layout
 
+mod mask;
+use mask::Mask;
+
 /// Whether the pthread interposition is on. Before the runtime starts
 /// (constructors) the environment decides; the runtime checks the value.
 ///
@@ -170,47 +173,6 @@ fn on() -> bool {
     match sched::runtime() {
         Some(r) => r.config.threads == ThreadMode::Coroutine,
         None => !super::pthread::env_is(c"CORUN_THREADS", b"native"),
-    }
-}
-
-/// Bytes that differ between two initialisations of an object.
-#[derive(Clone, Copy)]
-struct Mask {
-    bytes: [u8; 64],
-    len: usize,
-}
-
-impl Mask {
-    fn diff(a: &[u8], b: &[u8]) -> Mask {
-        let mut m = Mask {
-            bytes: [0; 64],
-            len: a.len().min(64),
-        };
-        for i in 0..m.len {
-            m.bytes[i] = a[i] ^ b[i];
-        }
-        m
-    }
-
-    fn is_empty(&self) -> bool {
-        self.bytes[..self.len].iter().all(|&b| b == 0)
-    }
-
-    /// No difference in bytes `lo..hi` (the words corun uses).
-    fn clear_of(&self, lo: usize, hi: usize) -> bool {
-        self.bytes[lo..hi.min(self.len)].iter().all(|&b| b == 0)
-    }
-
-    /// Whether `obj` has any bit of the mask set.
-    ///
-    /// # Safety
-    /// `obj` points at `len` readable bytes.
-    unsafe fn hit(&self, obj: *const u8) -> bool {
-        (0..self.len).any(|i| {
-            // SAFETY: i < len, within the object by the contract.
-            self.bytes[i] != 0
-                && unsafe { std::ptr::read_volatile(obj.add(i)) } & self.bytes[i] != 0
-        })
     }
 }
 
