@@ -35,11 +35,11 @@ check_gdb_output() {
     # corun bt of the reader: the hook, then the program's reader, its
     # source line, in that order.
     awk '/^coroutine [0-9]* \(reader\), parked:$/ {on=1; next} /^coroutine / {on=0} on' "$f" >"$f.reader"
-    grep -q " in corun::hooks::rw::read at src/hooks/rw.rs:" "$f.reader" ||
+    grep -q " in corun::hooks::rw::read\(_hooked\)\? at src/hooks/rw.rs:" "$f.reader" ||
         fail "$what: the reader's backtrace has no frame of the read hook: $(cat "$f.reader")"
     grep -q " in reader at c-tests/parked_threads.c:[0-9]*$" "$f.reader" ||
         fail "$what: the reader's backtrace has no frame of reader(): $(cat "$f.reader")"
-    [ "$(grep -n ' in corun::hooks::rw::read at' "$f.reader" | cut -d: -f1)" -lt \
+    [ "$(grep -n ' in corun::hooks::rw::read\(_hooked\)\? at' "$f.reader" | tail -1 | cut -d: -f1)" -lt \
       "$(grep -n ' in reader at' "$f.reader" | cut -d: -f1)" ] || fail "$what: reader() is not below the hook"
     awk '/^coroutine [0-9]* \(sleeper\), parked:$/ {on=1; next} /^coroutine / {on=0} on' "$f" >"$f.sleeper"
     grep -q " in sleeper at c-tests/parked_threads.c:[0-9]*$" "$f.sleeper" ||

@@ -224,9 +224,26 @@ fn backtrace(out: &mut String, t: &Task, objs: &Objects) {
         (Some(a), Some(b)) => (a.saturating_sub(1), b),
         _ => (0, frames.len().saturating_sub(1)),
     };
-    for (n, (at, obj)) in frames.iter().take(last + 1).skip(first).enumerate() {
+    for (n, f @ (at, obj)) in frames.iter().take(last + 1).skip(first).enumerate() {
         let object = obj.as_ref().map_or("?", |o| symbols::short(&o.0));
-        let _ = writeln!(out, "    #{n} {} ({object})", symbols::describe(*at));
+        let mut name = symbols::describe(*at);
+        if n == 0 && ours(f) {
+            name = hook_name(name);
+        }
+        let _ = writeln!(out, "    #{n} {name} ({object})");
+    }
+}
+
+/// The libc name of the hook the program called, for the runtime frame it
+/// entered by: a hook whose common path is a tail jump to libc (`read`,
+/// src/hooks/rw.rs) leaves only its out-of-line rest, `read_hooked`, on
+/// the stack.
+fn hook_name(name: String) -> String {
+    match name.rsplit_once("::") {
+        Some((path, f)) if path.starts_with("corun::hooks") => {
+            f.strip_suffix("_hooked").map_or(name.clone(), str::to_owned)
+        }
+        _ => name,
     }
 }
 
