@@ -24,8 +24,10 @@ use libc::{c_void, iovec, size_t, ssize_t};
 
 use super::{
     after_nb_read, before_nb_read, drained, eagain, fd_kind, fd_parks, nonblocking_loop,
-    nosignal_after, parking_on, ready_now, sent_or_epipe, write_all, Deadline, Io, Written,
+    nosignal_after, parking_on, ready_now, sent_or_epipe, user_nonblocking, write_all, Deadline,
+    Io, Written,
 };
+use crate::sched::blocking::{run_blocking, SendPtr};
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::parking;
 use crate::sched::prefetch::{note_io_buffer, IoBuf};
@@ -166,12 +168,40 @@ fn try_writev(
                 if !ready_now(fd, libc::POLLOUT) {
                     return Some(eagain());
                 }
+                if iov_len(iov, cnt) > OTHER_INLINE_WRITE && !user_nonblocking(fd, e) {
+                    return Some(write_other_big(fd, iov, cnt));
+                }
                 // SAFETY: as the caller's writev contract.
                 Some(unsafe { real::writev(fd, iov, cnt) })
             }
             _ => None,
         };
     }
+}
+
+/// The largest write to a device without RWF_NOWAIT (a tty) made inline
+/// once it polls writable: n_tty reports POLLOUT with room for one byte
+/// and fewer than 256 (WAKEUP_CHARS) queued.
+const OTHER_INLINE_WRITE: usize = 256;
+
+/// A blocking write to a device that polled writable, larger than
+/// `OTHER_INLINE_WRITE`. A tty writes a blocking call whole, waiting in
+/// the kernel while it has less room (a pty slave took 10 KiB with no
+/// reader here): made inline, it held the worker, and a reader of the
+/// master on that worker never ran (libuv's `tty_pty_partial` hung on 1
+/// worker). An RWF_NOWAIT attempt first (`/dev/null`, `/dev/zero`,
+/// `/dev/urandom` take it: never blocking), else the whole write on the
+/// blocking pool while the thread parks, one call as natively (a tty
+/// write is not interleaved with another thread's).
+fn write_other_big(fd: c_int, iov: *const iovec, cnt: c_int) -> isize {
+    // SAFETY: as the caller's writev contract.
+    let r = unsafe { real::pwritev2(fd, iov, cnt, -1, libc::RWF_NOWAIT) };
+    if r >= 0 || !matches!(errno(), libc::EOPNOTSUPP | libc::EAGAIN) {
+        return r;
+    }
+    let v = SendPtr(iov as *mut iovec);
+    // SAFETY: the caller's buffers, alive while it is parked in this call.
+    run_blocking(move || unsafe { real::writev(fd, v.get(), cnt) })
 }
 
 /// A read of `iov` that parks instead of blocking; None: make the real call.

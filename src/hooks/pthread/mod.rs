@@ -4,8 +4,9 @@
 //!
 //! Files: `create.rs` (create, exit, self), `join.rs` (join, detach),
 //! `keys.rs` (thread-specific data), `info.rs` (names, attributes,
-//! scheduling, kill), `tid.rs` (a thread's own tid, and the calls that
-//! take one); this file holds the thread table they share.
+//! scheduling, kill), `affinity.rs` (a thread's CPU mask, kept), `tid.rs`
+//! (a thread's own tid, and the calls that take one); this file holds the
+//! thread table they share.
 //!
 //! # Mechanism
 //!
