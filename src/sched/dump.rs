@@ -240,9 +240,9 @@ fn backtrace(out: &mut String, t: &Task, objs: &Objects) {
 /// the stack.
 fn hook_name(name: String) -> String {
     match name.rsplit_once("::") {
-        Some((path, f)) if path.starts_with("corun::hooks") => {
-            f.strip_suffix("_hooked").map_or(name.clone(), str::to_owned)
-        }
+        Some((path, f)) if path.starts_with("corun::hooks") => f
+            .strip_suffix("_hooked")
+            .map_or(name.clone(), str::to_owned),
         _ => name,
     }
 }
