@@ -260,19 +260,9 @@ fn watch() {
             continue; // the control word: the list changed
         }
         match err {
-            libc::EAGAIN => fire_where(|reg| {
-                // SAFETY: a listed word is the waiter's live futex word.
-                let v = unsafe { &*(reg.addr as *const AtomicU32) };
-                (v.load(Ordering::SeqCst) != reg.expected).then_some(FIRED)
-            }),
-            libc::EFAULT | libc::EINVAL => fire_where(|reg| {
-                // The kernel's own check of one word: a wake of nobody.
-                // SAFETY: FUTEX_WAKE of 0 writes nothing.
-                let k = unsafe {
-                    crate::sys::real::syscall!(libc::SYS_futex, reg.addr, libc::FUTEX_WAKE, 0)
-                };
-                (k < 0).then_some(UNWATCHABLE)
-            }),
+            // A word that changed (EAGAIN) or that the kernel cannot wait
+            // on (EFAULT, EINVAL): find which.
+            libc::EAGAIN | libc::EFAULT | libc::EINVAL => fire_where(check),
             libc::EINTR => {}
             _ => {
                 BROKEN.store(true, Ordering::Relaxed);
@@ -284,6 +274,34 @@ fn watch() {
                 return;
             }
         }
+    }
+}
+
+/// What a registration's word says now: changed (FIRED), not a futex the
+/// kernel can wait on (UNWATCHABLE), or still the expected value (None).
+/// Asked of the kernel, which never faults: a registration left by a
+/// cancelled waiter may name memory unmapped since. A FUTEX_CMP_REQUEUE
+/// of nobody compares the word with `expected` and moves no one.
+fn check(reg: &Registration) -> Option<u32> {
+    // SAFETY: moves no waiter and writes nothing; the kernel validates
+    // the address.
+    let k = unsafe {
+        crate::sys::real::syscall!(
+            libc::SYS_futex,
+            reg.addr,
+            libc::FUTEX_CMP_REQUEUE,
+            0,
+            0,
+            reg.addr,
+            reg.expected
+        )
+    };
+    if k >= 0 {
+        return None;
+    }
+    match crate::sys::errno() {
+        libc::EAGAIN => Some(FIRED),
+        _ => Some(UNWATCHABLE),
     }
 }
 
