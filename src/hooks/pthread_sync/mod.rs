@@ -392,8 +392,12 @@ pub(super) fn try_with_backoff(
             crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Timer, until);
             sched::park_cancelable(|_| true, Some(until));
         }
-        if let Some(t) = current() {
-            sched::identity::cancel_point(&t.ident);
+        // A semaphore's attempt is its cancellation point, which first
+        // takes back the waiter count (sem.rs); the others act here.
+        if on_signal == OnSignal::Continue {
+            if let Some(t) = current() {
+                sched::identity::cancel_point(&t.ident);
+            }
         }
         pause = (pause * 2).min(1_000_000);
     }

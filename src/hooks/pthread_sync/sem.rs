@@ -82,14 +82,16 @@ fn sem_down(w: &SemWords, try_only: bool, deadline: Option<Deadline>) -> c_int {
 
 /// A process-shared or named semaphore in a coroutine: glibc's trywait
 /// with a back-off (mod.rs), a cancellation point as sem_wait is; None
-/// outside coroutines (the caller makes glibc's blocking call).
+/// where the wait does not back off (`backs_off`: the caller makes glibc's
+/// blocking call).
 ///
 /// While it waits, the coroutine counts itself in the semaphore's waiter
 /// count (glibc's high word, as glibc's own waiters do), so that a
 /// `sem_post` of any process makes its FUTEX_WAKE, which the watcher
-/// thread passes on (`sync::shared_watch`). A thread cancelled in the wait
-/// leaves the count one too high: each later post then makes a wake
-/// nobody needs (glibc's own cancelled waiters take theirs back).
+/// thread passes on (`sync::shared_watch`). A cancellation that acts at an
+/// attempt takes the count back first; one that acts as the park begins
+/// leaves it one too high: each later post then makes a wake nobody
+/// needs.
 fn glibc_down(s: *mut sem_t, deadline: Option<Deadline>) -> Option<c_int> {
     if !backs_off() {
         return None;
@@ -110,6 +112,13 @@ fn glibc_down(s: *mut sem_t, deadline: Option<Deadline>) -> Option<c_int> {
         w.map(|w| &w.value),
         || {
             if let Some(t) = current() {
+                if let (true, Some(w)) = (t.ident.cancel_due(), w) {
+                    w.nwaiters.fetch_sub(1, Ordering::SeqCst);
+                    sched::identity::cancel_point(&t.ident);
+                    // Not acted on after all (disabled, or deferred and
+                    // not at a point now): the wait goes on, counted.
+                    w.nwaiters.fetch_add(1, Ordering::SeqCst);
+                }
                 sched::identity::cancel_point(&t.ident);
             }
             // SAFETY: the caller's semaphore.
