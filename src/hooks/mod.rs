@@ -103,6 +103,7 @@ pub mod open;
 pub mod own_fds;
 pub mod path_memo;
 pub mod poll;
+pub mod pread;
 pub mod process;
 pub mod pthread;
 pub mod pthread_sync;
