@@ -108,6 +108,12 @@ fn run_as(t: &Task, sig: c_int, h: usize, flags: c_int, info: *mut siginfo_t, uc
         s.outer_mask.store(saved, Ordering::Relaxed);
     }
     signals::set_handler_mask(t, saved | extra);
+    // The interruptible call the handler interrupted (`armed`) is not the
+    // handler's: its own waits (a join, a condition wait) must suspend,
+    // where they saw "a handler ran since the call began" and ended every
+    // park at once, spinning for ever (Redis's crash handler joins its
+    // background threads). The call sees the handler once it is back.
+    let interrupted_call = s.armed.swap(0, Ordering::Relaxed);
     s.handled.fetch_add(1, Ordering::Relaxed);
     if flags & libc::SA_RESTART == 0 {
         s.handled_eintr.fetch_add(1, Ordering::Relaxed);
@@ -128,6 +134,7 @@ fn run_as(t: &Task, sig: c_int, h: usize, flags: c_int, info: *mut siginfo_t, uc
         s.alt_on.store(0, Ordering::Relaxed);
     }
     s.depth.fetch_sub(1, Ordering::Relaxed);
+    s.armed.store(interrupted_call, Ordering::Relaxed);
     signals::restore_mask(t, saved);
     // The handler may have applied its own mask to the thread
     // (`signals::sync_in_handler`); outside handlers, the workers' again.
