@@ -1,4 +1,5 @@
-//! Timers: a 4-ary min-heap of deadlines with O(log n) cancellation.
+//! Timers: a FIFO of deadlines that come in order, beside a 4-ary min-heap
+//! for the others, both with cheap cancellation.
 //!
 //! Each worker owns one. A coroutine that sleeps, or waits with a timeout,
 //! inserts its deadline; the worker's poll sleeps until the earliest one
@@ -20,6 +21,23 @@
 //! (16-byte entries), a sift moves a hole instead of swapping (one write
 //! per level, plus the moved entry's position), and the heap is half as
 //! deep as a binary one.
+//!
+//! Most deadlines come in order: each is "now" plus a duration the
+//! program uses again and again (100,000 coroutines that each sleep 1 ms,
+//! a server's 30 s poll timeout). A deadline no earlier than the last one
+//! queued in order goes to the back of `run`, a FIFO already sorted: no
+//! sift, and the expired ones leave from its front, in the order they
+//! came, so their entries and slots are read as they were written (a pop
+//! from the heap's root moved one entry per level and wrote each one's
+//! slot, lines far apart in a heap of 100,000: 214 of the 3,100
+//! instructions of a sleeper on 1 worker, and cache misses). The others go
+//! to the heap; a pop takes the earlier of the two fronts. A cancelled
+//! timer in the middle of `run` leaves a dead entry there, skipped when it
+//! reaches the front; once dead entries are more than half of `run`, it is
+//! compacted (its slots renumbered), so a server whose waits end early
+//! keeps it at most twice as long as its live timers.
+
+use std::collections::VecDeque;
 
 /// Handle returned by `insert`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +50,14 @@ pub struct TimerId {
 const ARITY: usize = 4;
 /// `Slot::pos` of a free slot.
 const FREE: u32 = u32::MAX;
+/// `Slot::pos` of a timer in `run`: this bit, and its sequence number
+/// there (`SEQ_MASK` bits, so that no such pos is FREE).
+const IN_RUN: u32 = 1 << 31;
+const SEQ_MASK: u32 = (1 << 30) - 1;
+/// `Entry::slot` of a cancelled entry left in `run`.
+const DEAD: u32 = u32::MAX;
+/// Dead entries `run` may hold before a compaction is considered.
+const DEAD_MIN: usize = 64;
 
 #[derive(Clone, Copy)]
 struct Entry {
@@ -41,7 +67,7 @@ struct Entry {
 
 struct Slot<T> {
     gen: u32,
-    /// Position in `heap`, or FREE.
+    /// Position in `heap`, `IN_RUN | sequence number` in `run`, or FREE.
     pos: u32,
     value: Option<T>,
 }
@@ -50,6 +76,12 @@ pub struct Timers<T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     heap: Vec<Entry>,
+    /// Timers queued in deadline order; the front entry is never dead.
+    run: VecDeque<Entry>,
+    /// Sequence number of `run`'s front entry (wrapping in SEQ_MASK).
+    run_head: u32,
+    /// Dead entries in `run`.
+    run_dead: usize,
 }
 
 impl<T> Default for Timers<T> {
@@ -58,6 +90,9 @@ impl<T> Default for Timers<T> {
             slots: Vec::new(),
             free: Vec::new(),
             heap: Vec::new(),
+            run: VecDeque::new(),
+            run_head: 0,
+            run_dead: 0,
         }
     }
 }
@@ -68,16 +103,19 @@ impl<T> Timers<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.run.len() - self.run_dead
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.run.is_empty()
     }
 
     /// The earliest deadline, if any.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.heap.first().map(|e| e.deadline)
+        match (self.heap.first(), self.run.front()) {
+            (Some(h), Some(r)) => Some(h.deadline.min(r.deadline)),
+            (h, r) => h.or(r).map(|e| e.deadline),
+        }
     }
 
     pub fn insert(&mut self, deadline: u64, value: T) -> TimerId {
@@ -95,6 +133,11 @@ impl<T> Timers<T> {
         let s = &mut self.slots[slot as usize];
         s.value = Some(value);
         let id = TimerId { slot, gen: s.gen };
+        if self.run.back().is_none_or(|b| b.deadline <= deadline) {
+            s.pos = IN_RUN | (self.run_head.wrapping_add(self.run.len() as u32) & SEQ_MASK);
+            self.run.push_back(Entry { deadline, slot });
+            return id;
+        }
         let pos = self.heap.len();
         self.heap.push(Entry { deadline, slot });
         self.sift_up(pos, Entry { deadline, slot });
@@ -107,16 +150,80 @@ impl<T> Timers<T> {
         if s.gen != id.gen || s.pos == FREE {
             return None;
         }
-        let pos = s.pos as usize;
-        Some(self.remove_at(pos))
+        let pos = s.pos;
+        if pos & IN_RUN != 0 {
+            let i = (pos & SEQ_MASK).wrapping_sub(self.run_head) & SEQ_MASK;
+            return Some(self.remove_from_run(i as usize));
+        }
+        Some(self.remove_at(pos as usize))
     }
 
     /// Pops one timer whose deadline is at or before `now`.
     pub fn pop_expired(&mut self, now: u64) -> Option<T> {
+        let from_run = match (self.heap.first(), self.run.front()) {
+            (None, None) => return None,
+            (Some(h), Some(r)) => r.deadline <= h.deadline,
+            (h, _) => h.is_none(),
+        };
+        if from_run {
+            if self.run.front()?.deadline > now {
+                return None;
+            }
+            return Some(self.remove_from_run(0));
+        }
         if self.heap.first()?.deadline > now {
             return None;
         }
         Some(self.remove_at(0))
+    }
+
+    /// Takes the live entry `i` places from `run`'s front out: the front
+    /// and the back leave (with the dead entries they uncover), one in the
+    /// middle is marked dead.
+    fn remove_from_run(&mut self, i: usize) -> T {
+        let slot = self.run[i].slot;
+        if i == 0 {
+            self.run.pop_front();
+            self.run_head = self.run_head.wrapping_add(1) & SEQ_MASK;
+            while self.run.front().is_some_and(|e| e.slot == DEAD) {
+                self.run.pop_front();
+                self.run_head = self.run_head.wrapping_add(1) & SEQ_MASK;
+                self.run_dead -= 1;
+            }
+        } else if i + 1 == self.run.len() {
+            self.run.pop_back();
+            while self.run.back().is_some_and(|e| e.slot == DEAD) {
+                self.run.pop_back();
+                self.run_dead -= 1;
+            }
+        } else {
+            self.run[i].slot = DEAD;
+            self.run_dead += 1;
+            if self.run_dead > DEAD_MIN && 2 * self.run_dead > self.run.len() {
+                self.compact_run();
+            }
+        }
+        self.free_slot(slot)
+    }
+
+    /// Drops `run`'s dead entries and renumbers the live ones' slots.
+    #[cold]
+    fn compact_run(&mut self) {
+        self.run.retain(|e| e.slot != DEAD);
+        self.run_dead = 0;
+        self.run_head = 0;
+        for (i, e) in self.run.iter().enumerate() {
+            self.slots[e.slot as usize].pos = IN_RUN | (i as u32 & SEQ_MASK);
+        }
+    }
+
+    /// Frees the slot of a timer taken out, and gives its value.
+    fn free_slot(&mut self, slot: u32) -> T {
+        let s = &mut self.slots[slot as usize];
+        s.pos = FREE;
+        s.gen = s.gen.wrapping_add(1);
+        self.free.push(slot);
+        s.value.take().expect("a queued timer has a value")
     }
 
     fn remove_at(&mut self, pos: usize) -> T {
@@ -130,11 +237,7 @@ impl<T> Timers<T> {
                 self.sift_down(pos, last);
             }
         }
-        let s = &mut self.slots[slot as usize];
-        s.pos = FREE;
-        s.gen = s.gen.wrapping_add(1);
-        self.free.push(slot);
-        s.value.take().expect("a queued timer has a value")
+        self.free_slot(slot)
     }
 
     /// Puts `e` at `pos` (where it is, or a hole), or above: parents with
@@ -292,13 +395,118 @@ mod tests {
             }
             assert_eq!(t.len(), model.len());
             assert_eq!(t.next_deadline(), model.first().map(|m| m.0));
-            for (i, e) in t.heap.iter().enumerate() {
-                assert_eq!(t.slots[e.slot as usize].pos as usize, i);
+            t.check();
+        }
+    }
+
+    impl<T> Timers<T> {
+        /// The invariants: heap order, run order, every slot's position.
+        fn check(&self) {
+            for (i, e) in self.heap.iter().enumerate() {
+                assert_eq!(self.slots[e.slot as usize].pos as usize, i);
                 if i > 0 {
-                    assert!(t.heap[(i - 1) / ARITY].deadline <= e.deadline);
+                    assert!(self.heap[(i - 1) / ARITY].deadline <= e.deadline);
+                }
+            }
+            assert!(self.run.front().is_none_or(|e| e.slot != DEAD));
+            assert!(self.run.back().is_none_or(|e| e.slot != DEAD));
+            let dead = self.run.iter().filter(|e| e.slot == DEAD).count();
+            assert_eq!(dead, self.run_dead);
+            for (i, e) in self.run.iter().enumerate() {
+                if i > 0 {
+                    assert!(self.run[i - 1].deadline <= e.deadline);
+                }
+                if e.slot != DEAD {
+                    let seq = (self.run_head.wrapping_add(i as u32)) & SEQ_MASK;
+                    assert_eq!(self.slots[e.slot as usize].pos, IN_RUN | seq);
                 }
             }
         }
+    }
+
+    /// Deadlines that come in order use the FIFO; cancels in its middle
+    /// leave dead entries that are compacted away, and every timer left
+    /// still fires, in order, against a sorted model.
+    #[test]
+    fn in_order_deadlines_and_cancels() {
+        let mut t = Timers::new();
+        let mut model = std::collections::BTreeSet::new();
+        let mut ids = std::collections::VecDeque::new();
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut now = 0u64;
+        for step in 0..50_000u64 {
+            now += rnd() % 3;
+            match rnd() % 8 {
+                // A wait with a fixed timeout: in order.
+                0..=3 => {
+                    let d = now + 1000;
+                    ids.push_back((t.insert(d, (d, step)), d, step));
+                    model.insert((d, step));
+                }
+                // One with a shorter timeout: out of order (the heap).
+                4 => {
+                    let d = now + rnd() % 500;
+                    ids.push_back((t.insert(d, (d, step)), d, step));
+                    model.insert((d, step));
+                }
+                // Most waits end early: their timers are cancelled.
+                5 | 6 if !ids.is_empty() => {
+                    let k = (rnd() % ids.len() as u64) as usize;
+                    let (id, d, v) = ids.remove(k).expect("in range");
+                    let pending = model.remove(&(d, v));
+                    assert_eq!(t.cancel(id), pending.then_some((d, v)));
+                    assert_eq!(t.cancel(id), None);
+                }
+                _ => {
+                    while let Some((d, v)) = t.pop_expired(now) {
+                        assert!(d <= now);
+                        assert_eq!(model.first().map(|m| m.0), Some(d), "not an earliest");
+                        assert!(model.remove(&(d, v)));
+                    }
+                    assert!(model.first().is_none_or(|m| m.0 > now));
+                }
+            }
+            assert_eq!(t.len(), model.len());
+            assert_eq!(t.next_deadline(), model.first().map(|m| m.0));
+            assert!(
+                t.run.len() <= 2 * t.len() + DEAD_MIN + 1,
+                "dead entries pile up"
+            );
+            if step % 64 == 0 {
+                t.check();
+            }
+        }
+        assert!(!t.run.is_empty(), "in-order deadlines went to the FIFO");
+        while t.pop_expired(u64::MAX).is_some() {}
+        assert!(t.is_empty());
+    }
+
+    /// Cancels in the middle of the FIFO compact it once dead entries are
+    /// more than half; the survivors keep their order and their ids.
+    #[test]
+    fn fifo_compacts() {
+        let mut t = Timers::new();
+        let ids: Vec<_> = (0..1000u64).map(|i| t.insert(i, i)).collect();
+        for id in &ids[1..=700] {
+            assert!(t.cancel(*id).is_some());
+            t.check();
+        }
+        assert!(t.run.len() < 1000, "compacted");
+        assert_eq!(t.len(), 300);
+        assert_eq!(t.cancel(ids[998]), Some(998));
+        assert_eq!(t.cancel(ids[500]), None);
+        let got: Vec<u64> = std::iter::from_fn(|| t.pop_expired(u64::MAX)).collect();
+        let want: Vec<u64> = [0]
+            .into_iter()
+            .chain((701..1000).filter(|i| *i != 998))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
