@@ -5,6 +5,7 @@
 pub mod coroutine;
 pub mod overflow;
 pub mod robust;
+pub mod setxid;
 pub mod stack;
 pub mod tls;
 

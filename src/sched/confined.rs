@@ -59,6 +59,9 @@ pub fn spawn_helper(f: Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()
     }));
     if r.is_err() {
         STARTING.fetch_sub(1, Ordering::SeqCst);
+    } else {
+        // glibc installs its SIGSETXID handler at its first pthread_create.
+        crate::ctx::setxid::wrap_glibc_handler();
     }
     r
 }

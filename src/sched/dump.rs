@@ -71,6 +71,8 @@ pub fn install(sig: i32, name_of: fn(u64) -> Option<String>) -> std::io::Result<
         unblock(sig);
         serve(efd);
     }))?;
+    // glibc installs its SIGSETXID handler at its first pthread_create.
+    crate::ctx::setxid::wrap_glibc_handler();
     // SAFETY: a zeroed sigaction is valid; the handler has the plain
     // signature and only makes async-signal-safe calls.
     unsafe {

@@ -45,6 +45,8 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::sync::after_fork_child();
     super::sync::shared_watch::after_fork_child();
     crate::ctx::tls::after_fork_child();
+    // Still on the forking thread pointer: the descriptor glibc kept.
+    crate::ctx::setxid::after_fork_child(w.index);
     keep_only(w);
     super::lone::after_fork_child();
     super::blocking::reset_after_fork();

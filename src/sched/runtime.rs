@@ -94,7 +94,10 @@ fn start_thread(w: &'static Worker) -> std::io::Result<()> {
     crate::sys::spawn_native_thread(Box::new(move || {
         w.attach();
         w.run(|| false);
-    }))
+    }))?;
+    // glibc installs its SIGSETXID handler at its first pthread_create.
+    crate::ctx::setxid::wrap_glibc_handler();
+    Ok(())
 }
 
 /// Drives worker 0 on this thread until `t` is done.

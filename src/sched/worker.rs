@@ -323,6 +323,7 @@ impl Worker {
             self.local.current_slot.get() as usize,
         ));
         self.tid.store(crate::sys::gettid(), Ordering::Relaxed);
+        crate::ctx::setxid::note_worker_thread(self.index);
         overflow::install_altstack();
     }
 

@@ -435,6 +435,9 @@ pub(super) unsafe fn create_native(
         NATIVE_LIVE.fetch_sub(1, Ordering::AcqRel);
         // SAFETY: the thread was not created: the Box is still ours.
         drop(unsafe { Box::from_raw(p) });
+    } else {
+        // glibc installs its SIGSETXID handler at its first pthread_create.
+        crate::ctx::setxid::wrap_glibc_handler();
     }
     r
 }

@@ -289,12 +289,29 @@ pub unsafe extern "C" fn pthread_getschedparam(
     if alive(id).is_none() {
         return libc::ESRCH;
     }
+    let kept = lookup(id).map_or(libc::SCHED_OTHER, |(_, rec)| {
+        rec.policy.load(Ordering::Relaxed)
+    });
     // SAFETY: writable out-pointers by the caller's contract.
     unsafe {
-        *policy = libc::SCHED_OTHER;
+        *policy = kept;
         (*p).sched_priority = 0;
     }
     0
+}
+
+/// Whether a coroutine thread may take scheduling `policy` with priority
+/// `prio`: the non-real-time policies with priority 0 are accepted (kept,
+/// with no effect: it shares its worker's scheduling), as the kernel
+/// accepts them from an unprivileged thread; the real-time ones get EPERM
+/// (a privileged thread gets them natively); anything else EINVAL, as the
+/// kernel says.
+pub(super) fn policy_check(policy: c_int, prio: c_int) -> Result<(), c_int> {
+    match policy {
+        libc::SCHED_OTHER | libc::SCHED_BATCH | libc::SCHED_IDLE if prio == 0 => Ok(()),
+        libc::SCHED_FIFO | libc::SCHED_RR if (1..=99).contains(&prio) => Err(libc::EPERM),
+        _ => Err(libc::EINVAL),
+    }
 }
 
 #[no_mangle]
@@ -312,10 +329,14 @@ pub unsafe extern "C" fn pthread_setschedparam(
     }
     // SAFETY: readable by the caller's contract.
     let prio = unsafe { (*p).sched_priority };
-    if policy == libc::SCHED_OTHER && prio == 0 {
-        0
-    } else {
-        libc::EPERM
+    match policy_check(policy, prio) {
+        Ok(()) => {
+            if let Some((_, rec)) = lookup(id) {
+                rec.policy.store(policy, Ordering::Relaxed);
+            }
+            0
+        }
+        Err(e) => e,
     }
 }
 

@@ -153,6 +153,9 @@ struct ThreadRec {
     finished: AtomicU32,
     /// The CPU mask the thread set (`affinity.rs`); None: main's.
     affinity: Mutex<Option<affinity::Mask>>,
+    /// The scheduling policy `pthread_setschedparam` set (kept, not
+    /// applied: a coroutine runs with its worker's).
+    policy: std::sync::atomic::AtomicI32,
 }
 
 #[derive(Default)]
@@ -169,6 +172,7 @@ impl ThreadRec {
             state: Mutex::new(RecState::default()),
             finished: AtomicU32::new(0),
             affinity: Mutex::new(None),
+            policy: std::sync::atomic::AtomicI32::new(libc::SCHED_OTHER),
         })
     }
 }

@@ -221,8 +221,10 @@ pub unsafe extern "C" fn sched_setscheduler(
     // SAFETY: the caller's contract.
     let own = || match unsafe { p.as_ref() } {
         None => fail(libc::EINVAL),
-        Some(p) if policy == libc::SCHED_OTHER && p.sched_priority == 0 => 0,
-        Some(_) => fail(libc::EPERM),
+        Some(p) => match super::info::policy_check(policy, p.sched_priority) {
+            Ok(()) => 0,
+            Err(e) => fail(e),
+        },
     };
     // SAFETY: the caller's contract.
     for_tid!(pid, own(), unsafe {
