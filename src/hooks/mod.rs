@@ -142,12 +142,22 @@ use crate::sys::{errno, set_errno};
 /// Magic of anon-inode files (eventfd, timerfd, signalfd, epoll...).
 const ANON_INODE_FS_MAGIC: i64 = 0x0904_1934;
 
-/// The fd's kind, from the cache or one fstat.
+/// The fd's kind, from the cache or one fstat. The cached answer is
+/// inlined (a read and a write made four calls of this, ~50 instructions
+/// a request of a keep-alive server); the fstat is not.
+#[inline(always)]
 pub(crate) fn fd_kind(fd: i32, e: &FdEntry) -> u8 {
     let k = e.policy.kind.load(Ordering::Relaxed);
     if k != fdtable::KIND_UNKNOWN {
         return k;
     }
+    learn_fd_kind(fd, e)
+}
+
+/// `fd_kind`'s first answer for an fd: its fstat (and fstatfs).
+#[cold]
+#[inline(never)]
+fn learn_fd_kind(fd: i32, e: &FdEntry) -> u8 {
     // SAFETY: a zeroed stat is a valid out-buffer; raw syscall because the
     // stat family may be interposed.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };

@@ -39,8 +39,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::run_queue::Turn;
-use super::task::Task;
+use super::run_queue::{RunQueue, Turn};
+use super::task::{Task, TaskRef};
 use super::worker::Worker;
 
 /// Cache line size assumed (x86_64).
@@ -132,13 +132,17 @@ impl TlsOffsets {
 
 impl Worker {
     /// Fetches what the next two ready tasks will touch first (see above).
-    /// Called by the scheduler just before it runs a task.
-    #[inline]
-    pub(super) fn prefetch_next(&self) {
-        let rq = self.local.run_queue.borrow();
-        if rq.len() < MIN_READY {
-            return;
+    /// Called by the scheduler just before it runs a task. The length
+    /// test is inlined at every switch, the prefetches are not.
+    #[inline(always)]
+    pub(super) fn prefetch_next(&self, rq: &RunQueue<TaskRef>) {
+        if rq.len() >= MIN_READY {
+            self.prefetch_ready(rq);
         }
+    }
+
+    #[inline(never)]
+    fn prefetch_ready(&self, rq: &RunQueue<TaskRef>) {
         if let Some(Turn::Ready(t)) = rq.get(1) {
             let p = std::sync::Arc::as_ptr(t) as usize;
             // The Arc's counts sit before the Task: start a line early.

@@ -17,14 +17,17 @@ impl Worker {
     /// Runs one task until it suspends or finishes.
     #[inline(never)]
     pub(super) fn run_task(&'static self, t: TaskRef) {
-        self.run_task_inline(t)
+        let woken = self.local.run_queue.borrow().has_woken();
+        self.run_task_inline(t, woken)
     }
 
     /// `run_task`, inlined into the scheduler loop's path for the next
     /// queued task (`run_loop.rs`): a switch there then saves the call and
     /// the second save of the registers the coroutine switch clobbers.
+    /// `woken`: whether a task that woke, yielded or was spawned waits in
+    /// the local run queue (the caller looked already).
     #[inline(always)]
-    pub(super) fn run_task_inline(&'static self, t: TaskRef) {
+    pub(super) fn run_task_inline(&'static self, t: TaskRef, woken: bool) {
         let tp = Arc::as_ptr(&t);
         // SAFETY: only this worker touches `coro` and `stack` of a task it
         // runs (the task is out of every queue while it runs); the look
@@ -45,8 +48,7 @@ impl Worker {
             .store(t.start_addr, Ordering::Relaxed);
         self.running_since
             .store(self.local.clock.get(), Ordering::Relaxed);
-        self.woken_waiting
-            .store(self.local.run_queue.borrow().has_woken(), Ordering::Relaxed);
+        self.woken_waiting.store(woken, Ordering::Relaxed);
         self.set_current_task(tp);
         t.ident.cpu.resumed(self.tid.load(Ordering::Relaxed));
         let own_tp = t.ident.tp.get();

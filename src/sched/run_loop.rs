@@ -42,10 +42,19 @@ impl Worker {
             if stop() {
                 return;
             }
-            if let Some(t) = self.next_task(rt) {
-                self.prefetch_next();
-                self.run_task_inline(t);
-                if self.local.tick.get().is_multiple_of(POLL_EVERY) {
+            // Every POLL_EVERY tasks: fairness for what other threads
+            // queued here (`next_task`), then the netpoller. Decided once
+            // per pass (the tick only moves here).
+            // A countdown: `tick % POLL_EVERY` was a multiply and a
+            // subtract at every switch.
+            let left = self.local.until_poll.get() - 1;
+            let due = left == 0;
+            self.local
+                .until_poll
+                .set(if due { POLL_EVERY as u32 } else { left });
+            if let Some((t, woken)) = self.next_task(rt, due) {
+                self.run_task_inline(t, woken);
+                if due {
                     self.poll(rt, false);
                 }
                 continue;
@@ -77,11 +86,12 @@ impl Worker {
         }
     }
 
+    /// The next task to run, and whether a task that woke, yielded or was
+    /// spawned still waits behind it (`Worker::woken_waiting`). `due`: the
+    /// pass of every POLL_EVERY tasks.
     #[inline(always)]
-    fn next_task(&self, rt: &Runtime) -> Option<TaskRef> {
-        let tick = self.local.tick.get().wrapping_add(1);
-        self.local.tick.set(tick);
-        if tick.is_multiple_of(POLL_EVERY) {
+    fn next_task(&self, rt: &Runtime, due: bool) -> Option<(TaskRef, bool)> {
+        if due {
             // Fairness: tasks woken from other threads (the blocking pool,
             // other workers) join the back of the local queue, and so do
             // the turns of never-run tasks other threads placed here; the
@@ -90,45 +100,50 @@ impl Worker {
             self.drain_inbox();
             self.adopt_placed();
             if let Some(t) = self.pop_global(rt) {
-                return Some(t);
+                return Some((t, self.local.run_queue.borrow().has_woken()));
             }
         }
-        if self.local.run_queue.borrow().only_preempted() {
-            // What woke on other threads, or was placed here, runs before
-            // the preempted tasks (`run_queue.rs`).
-            self.drain_inbox();
-            self.adopt_placed();
-        }
-        if let Some(t) = self.pop_run_queue() {
+        if let Some(t) = self.pop_run_queue(true) {
             return Some(t);
         }
         if self.has_remote() {
             self.drain_inbox();
-            if let Some(t) = self.pop_run_queue() {
+            if let Some(t) = self.pop_run_queue(false) {
                 return Some(t);
             }
         }
-        self.pop_fresh().or_else(|| self.pop_placed(rt))
+        let t = self.pop_fresh().or_else(|| self.pop_placed(rt))?;
+        Some((t, self.local.run_queue.borrow().has_woken()))
     }
 
     /// The next entry of the local run queue: a task that ran before, or
     /// the oldest never-run task when a fresh turn comes up (turns whose
-    /// task was taken elsewhere are skipped: `run_queue.rs`). Inlined: it
-    /// runs at every switch, and the call cost ~15 instructions of a
-    /// yield's ~340.
+    /// task was taken elsewhere are skipped: `run_queue.rs`), with what
+    /// `next_task` returns. One borrow of the queue answers the rest of
+    /// the switch too: whether only preempted tasks wait (then what woke
+    /// on other threads, or was placed here, goes ahead of them: `first`),
+    /// whether woken ones still wait, and what to prefetch. Inlined: it
+    /// runs at every switch (each borrow is a flag test and two stores,
+    /// the call ~15 instructions of a yield's ~280).
     #[inline(always)]
-    fn pop_run_queue(&self) -> Option<TaskRef> {
+    fn pop_run_queue(&self, first: bool) -> Option<(TaskRef, bool)> {
+        let mut rq = self.local.run_queue.borrow_mut();
+        if first && rq.only_preempted() {
+            drop(rq);
+            self.drain_inbox();
+            self.adopt_placed();
+            rq = self.local.run_queue.borrow_mut();
+        }
         loop {
-            let turn = self
-                .local
-                .run_queue
-                .borrow_mut()
-                .pop(crate::sys::now_ns, super::preempt::slice_ns())?;
-            match turn {
-                Turn::Ready(t) => return Some(t),
+            match rq.pop(crate::sys::now_ns, super::preempt::slice_ns())? {
+                Turn::Ready(t) => {
+                    self.prefetch_next(&rq);
+                    return Some((t, rq.has_woken()));
+                }
                 Turn::Fresh => {
                     if let Some(t) = self.pop_fresh() {
-                        return Some(t);
+                        self.prefetch_next(&rq);
+                        return Some((t, rq.has_woken()));
                     }
                 }
             }

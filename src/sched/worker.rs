@@ -136,7 +136,9 @@ pub(super) struct Local {
     pub(super) timers: RefCell<Timers<Waiter>>,
     pub(super) stacks: RefCell<StackPool>,
     pub(super) epoll: Cell<Epoll>,
-    pub(super) tick: Cell<u64>,
+    /// Tasks to run before the next netpoller check when busy (counts
+    /// down from `POLL_EVERY`: `run_loop.rs`).
+    pub(super) until_poll: Cell<u32>,
     /// Fork-join affinity: up when a coroutine here joins a task that has
     /// not run yet, down at each spawn (`spawn.rs`).
     pub(super) fork_join: Cell<u32>,
@@ -275,7 +277,7 @@ impl Worker {
                 timers: RefCell::new(Timers::new()),
                 stacks: RefCell::new(StackPool::new()),
                 epoll: Cell::new(epoll),
-                tick: Cell::new(0),
+                until_poll: Cell::new(super::run_loop::POLL_EVERY as u32),
                 fork_join: Cell::new(0),
                 busy_spawn_at: Cell::new(u64::MAX),
                 tp: Cell::new(0),
