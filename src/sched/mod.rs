@@ -30,6 +30,7 @@ pub mod fdpolicy;
 pub mod fdtable;
 pub mod fork;
 pub mod fork_injector;
+mod foreign_stack;
 pub mod identity;
 pub mod lone;
 pub mod netpoller;
