@@ -92,9 +92,8 @@ fn mapping_of(maps: &[u8], addr: usize) -> Option<(usize, usize)> {
             continue;
         };
         if lo <= addr && addr < hi {
-            return perms.starts_with(b"rw").then_some(()).and(
-                (perms.get(3) == Some(&b'p')).then_some((lo, hi)),
-            );
+            let private_rw = perms.starts_with(b"rw") && perms.get(3) == Some(&b'p');
+            return private_rw.then_some((lo, hi));
         }
     }
     None
