@@ -60,8 +60,10 @@
 //!   trampoline itself nested), and the process is not confined;
 //! - the coroutine holds no FILE lock it took with `flockfile`
 //!   (`hooks/filelock.rs`: glibc waits for those with an inline futex);
-//! - the interrupted sp is on the coroutine's stack with room for the
-//!   trampoline's frame (`preempt_asm::STACK_NEEDED`);
+//! - the interrupted sp is on the coroutine's stack, or on a stack the
+//!   program switched to itself whose mapping the monitor found
+//!   (`foreign_stack.rs`), with room for the trampoline's frame
+//!   (`preempt_asm::STACK_NEEDED`);
 //! - the interrupted pc is a safe point (`preempt_safe.rs`: not in corun,
 //!   glibc, ld.so, libgcc_s, libstdc++ or libgomp, and no frame of the
 //!   stack returns into any of them but corun, or into the thread's own
@@ -219,6 +221,7 @@ pub fn reset_after_fork() {
         w.store(0, Ordering::Relaxed);
     }
     super::preempt_safe::reset_after_fork();
+    super::foreign_stack::reset();
 }
 
 fn monitor(rt: &'static Runtime) {
@@ -257,6 +260,7 @@ fn monitor(rt: &'static Runtime) {
         let mut long_run = now.saturating_sub(last_sent) < slice;
         let mut first_due = u64::MAX;
         for (i, w) in rt.workers.iter().enumerate() {
+            super::foreign_stack::refresh(w.index);
             let id = w.running_id.load(Ordering::Relaxed);
             let sw = w.switches.load(Ordering::Relaxed);
             // A signal left pending for a run the trampoline could not
@@ -380,8 +384,35 @@ fn try_preempt(uc: *mut c_void) -> Result<(), Refusal> {
     if FILE_LOCKS.get() != 0 {
         return Err(Refusal::FileLock);
     }
-    let (lo, top) = super::park::current_stack().ok_or(Refusal::StackRoom)?;
+    let (lo, top) = interrupted_stack(uc, w.index).ok_or(Refusal::StackRoom)?;
     redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed))
+}
+
+/// The bounds of the stack the coroutine was interrupted on: its own, or
+/// one the program switched to itself (`foreign_stack.rs`).
+fn interrupted_stack(uc: *mut c_void, index: usize) -> Option<(usize, usize)> {
+    let (lo, top) = super::park::current_stack()?;
+    let sp = interrupted_sp(uc)?;
+    if lo <= sp && sp < top {
+        return Some((lo, top));
+    }
+    super::foreign_stack::bounds(index, sp)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn interrupted_sp(uc: *mut c_void) -> Option<usize> {
+    if uc.is_null() {
+        return None;
+    }
+    // SAFETY: the kernel's ucontext for this delivery (checked non-null),
+    // read only.
+    let uc = unsafe { &*(uc as *const libc::ucontext_t) };
+    Some(uc.uc_mcontext.gregs[libc::REG_RSP as usize] as usize)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn interrupted_sp(_uc: *mut c_void) -> Option<usize> {
+    None
 }
 
 /// A kick (`signals.rs`) for the running coroutine's pending signals: when
@@ -409,7 +440,7 @@ pub fn redirect_for_signals(uc: *mut c_void) -> bool {
     if t.id != w.running_id.load(Ordering::Relaxed) || FILE_LOCKS.get() != 0 {
         return false;
     }
-    let Some((lo, top)) = super::park::current_stack() else {
+    let Some((lo, top)) = interrupted_stack(uc, w.index) else {
         return false;
     };
     redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed)).is_ok()
