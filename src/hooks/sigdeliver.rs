@@ -10,10 +10,12 @@
 //!   fault or was sent to this very thread (`raise`), or is sent to the
 //!   process and the coroutine does not block it, unless main would take
 //!   it (Linux offers a process signal to the thread group leader first).
-//!   Only when the interrupted code runs on the coroutine's own stack: a
-//!   signal that lands while the scheduler switches stacks is made pending
-//!   instead (a handler may leave by longjmp, which must land on the
-//!   coroutine's stack, not the scheduler's). Or inside a trampoline that
+//!   Only when the interrupted code runs on the coroutine's own stack, or
+//!   on a stack the program switched to itself (a fiber's: neither the
+//!   worker thread's stack, `sched/worker_stack.rs`, nor its alternate
+//!   one): a signal that lands while the scheduler switches stacks is made
+//!   pending instead (a handler may leave by longjmp, which must land on
+//!   the coroutine's stack, not the scheduler's). Or inside a trampoline that
 //!   runs a handler in place there: a handler with SA_ONSTACK runs on the
 //!   worker's alternate stack, and a signal landing in it nests, as the
 //!   kernel nests it. One that lands on that stack past the trampoline's
