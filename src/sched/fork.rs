@@ -112,6 +112,7 @@ fn reset_worker(w: &'static Worker) {
     }
     std::mem::forget(w.local.timers.replace(Timers::new()));
     w.load.store(1, Ordering::Relaxed);
+    super::stats::live_after_fork();
     w.sleeping.store(false, Ordering::Relaxed);
     w.napping.store(false, Ordering::Relaxed);
 }
