@@ -60,6 +60,10 @@ pub fn install(sig: i32, name_of: fn(u64) -> Option<String>) -> std::io::Result<
     if efd < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // High, as the workers' fds: left at the lowest free number (3) it was
+    // the program's fd 3, which dup2 and close refuse to touch (a spawn
+    // redirecting fd 3 failed with EBADF in Ruby's tests).
+    let efd = crate::sys::move_fd_high(efd);
     if let Some(e) = super::fdtable::get(efd) {
         super::fdtable::mark_runtime(efd, e);
     }
