@@ -1,6 +1,7 @@
 /* Asynchronous cancellation (PTHREAD_CANCEL_ASYNCHRONOUS) acts wherever the
  * thread is: waiting where no cancellation point is (a mutex another
- * thread holds, a process-shared robust mutex, a futex syscall), at one
+ * thread holds, a process-shared robust mutex, a read lock of an rwlock
+ * another thread holds for writing, a futex syscall), at one
  * (a condition wait, a read of an empty pipe), or computing. uWSGI's
  * graceful reload cancels its threads so, in their mutex wait, and joins
  * them. Each thread pushes a cleanup handler, turns asynchronous, says it
@@ -21,12 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MUTEX, PSHARED, FUTEX, COND, READ, COMPUTE, KINDS };
-static const char *const names[KINDS] = {"mutex", "pshared-robust-mutex", "futex",
+enum { MUTEX, PSHARED, RWLOCK, FUTEX, COND, READ, COMPUTE, KINDS };
+static const char *const names[KINDS] = {"mutex", "pshared-robust-mutex", "rwlock", "futex",
                                          "cond-wait", "read", "compute"};
 
 static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pshared;
+static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_mutex_t cond_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static atomic_uint futex_word;
@@ -56,6 +58,9 @@ static void *waiter(void *arg) {
         break;
     case PSHARED:
         pthread_mutex_lock(&pshared);
+        break;
+    case RWLOCK:
+        pthread_rwlock_rdlock(&rwlock);
         break;
     case FUTEX:
         for (;;)
@@ -111,6 +116,7 @@ int main(void) {
     }
     pthread_mutex_lock(&held);
     pthread_mutex_lock(&pshared);
+    pthread_rwlock_wrlock(&rwlock);
 
     pthread_t t[KINDS], s;
     int failed = 0;
@@ -165,6 +171,9 @@ int main(void) {
     pthread_mutex_unlock(&pshared);
     printf("pshared-robust-mutex: %s after the cancelled waiter\n",
            pthread_mutex_trylock(&pshared) == 0 ? "lockable" : "NOT LOCKABLE");
+    /* Not the rwlock's state: natively a reader cancelled in its wait
+     * leaves itself counted (glibc counts it before it waits), so a write
+     * lock is refused afterwards; POSIX leaves it undefined. */
     printf("%s\n", failed ? "FAIL" : "cancel_async: all checks passed");
     return failed;
 }

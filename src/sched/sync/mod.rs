@@ -219,8 +219,21 @@ impl Deadline {
     }
 }
 
-/// Sleeps while `*word == expected`; see the module comment.
+/// Sleeps while `*word == expected`; see the module comment. With
+/// cancellation asynchronous, a request ends the wait and acts here
+/// (`park_on`).
 pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
+    let r = wait_then_act(word, expected, deadline);
+    if let Some(t) = super::park::current() {
+        super::identity::async_cancel_point(&t.ident);
+    }
+    r
+}
+
+/// `wait` for a caller with a count to put back first: an asynchronous
+/// cancellation ends the wait (`WaitResult::Woken`) but does not act; the
+/// caller acts with `identity::async_cancel_point`.
+pub fn wait_then_act(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
     if deadline.is_some_and(|d| d.passed()) {
         return if word.load(Ordering::SeqCst) == expected {
             WaitResult::TimedOut
@@ -229,7 +242,7 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> Wait
         };
     }
     if in_coroutine() {
-        park_on(word, expected, MATCH_ANY, deadline)
+        park_on_as(false, word, expected, MATCH_ANY, deadline)
     } else {
         wait_kernel(word, expected, deadline)
     }
