@@ -44,11 +44,19 @@
 //! `sched::sync::wait_cancelable`), and `pthread_testcancel`. A due request
 //! acts there as `pthread_exit(PTHREAD_CANCELED)`. A call that does not
 //! need to wait (data already there) does not act: it returns its result,
-//! and the next wait acts. Asynchronous cancellation is accepted and
-//! treated as deferred (one message says so).
+//! and the next wait acts.
+//!
+//! Asynchronous cancellation (`PTHREAD_CANCEL_ASYNCHRONOUS`, enabled): a
+//! request acts wherever the thread waits, not only at cancellation
+//! points: a wait on the futex table (a mutex, rwlock, barrier or once
+//! wait, the program's own futex: `sched::sync::park_on`) is interrupted
+//! too, takes its slot back (passing on a wake it took) and acts; a
+//! process-shared or robust lock's wait acts between its attempts. A
+//! thread that computes acts when it is next preempted
+//! (`sched::preempt::yield_preempted`), which `pthread_cancel` asks for.
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use libc::pthread_t;
 
@@ -208,6 +216,9 @@ pub unsafe extern "C" fn pthread_cancel(th: pthread_t) -> c_int {
         .cancel
         .fetch_or(cancel::REQUESTED, Ordering::SeqCst);
     if prev & cancel::REQUESTED == 0 {
+        if task.ident.cancel_async() {
+            sched::preempt::async_cancel_requested();
+        }
         sched::interrupt_cancelable(&task);
     }
     0
@@ -252,16 +263,7 @@ pub unsafe extern "C" fn pthread_setcanceltype(kind: c_int, old: *mut c_int) -> 
     };
     let prev = match kind {
         PTHREAD_CANCEL_DEFERRED => t.ident.cancel.fetch_and(!cancel::ASYNC, Ordering::AcqRel),
-        PTHREAD_CANCEL_ASYNCHRONOUS => {
-            static WARNED: AtomicBool = AtomicBool::new(false);
-            if !WARNED.swap(true, Ordering::Relaxed) {
-                crate::sys::raw_stderr(
-                    b"corun: asynchronous cancellation is treated as deferred: a cancelled \
-                      thread ends at its next cancellation point\n",
-                );
-            }
-            t.ident.cancel.fetch_or(cancel::ASYNC, Ordering::AcqRel)
-        }
+        PTHREAD_CANCEL_ASYNCHRONOUS => t.ident.cancel.fetch_or(cancel::ASYNC, Ordering::AcqRel),
         _ => return libc::EINVAL,
     };
     if !old.is_null() {

@@ -7,6 +7,7 @@
 //! | `sendrecv.rs` | recv, recvfrom, recvmsg, recvmmsg, send, sendto, sendmsg, sendmmsg, __recv_chk, __recvfrom_chk |
 //! | `socket.rs`   | socket, socketpair, accept, accept4, connect, shutdown, setsockopt, getsockopt |
 //! | `sock_timeout.rs`| (no symbol) SO_RCVTIMEO/SO_SNDTIMEO of a socket and the deadline of one call, for the I/O hooks |
+//! | `tty_read.rs` | (no symbol) a terminal read with VMIN = 0 ends at VTIME: the deadline `rw.rs` and `stdio.rs` wait to |
 //! | `sendfile.rs` | sendfile, sendfile64, splice |
 //! | `poll.rs`     | poll, ppoll, select, pselect, __poll_chk, __ppoll_chk |
 //! | `epoll.rs`    | epoll_wait, epoll_pwait, epoll_pwait2, epoll_create, epoll_create1 |
@@ -64,7 +65,7 @@
 //! | socket                             | MSG_DONTWAIT                         |
 //! | pipe, FIFO, eventfd                | preadv2/pwritev2 with RWF_NOWAIT     |
 //! | regular file, block device         | none: the call is made as is         |
-//! | anything else (tty, timerfd...)    | poll with zero timeout, then the call|
+//! | anything else (tty, timerfd...)    | poll with zero timeout, then the call (a tty with VMIN = 0: until VTIME, `tty_read.rs`)|
 //!
 //! The attempt comes first (the fast path is the one syscall the program
 //! would have made); only on EAGAIN does the coroutine park on the
@@ -126,6 +127,7 @@ pub mod stdio_scanf;
 pub mod stdio_write;
 #[cfg(target_arch = "x86_64")]
 pub mod syscall;
+mod tty_read;
 mod variadic;
 
 pub(crate) use sock_timeout::{sock_timeout, timeval_ns, Deadline, TIMEO_NONE};
@@ -410,7 +412,7 @@ pub(crate) fn nonblocking_loop_at(
         }
         let i = intr.get_or_insert_with(Interruptible::begin);
         if let Some(restart) = i.check() {
-            if !restart || deadline.get(fd, e, dir).is_some() {
+            if !restart || deadline.ends_in_eintr(fd, e, dir) {
                 set_errno(libc::EINTR);
                 return Io::Done(-1);
             }

@@ -210,7 +210,9 @@ pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize
     note_io_buffer(IoBuf::Read, iov_base(iov, cnt));
     let mut unsupported = false;
     let mut first = true;
-    let io = nonblocking_loop(fd, e, Dir::Read, &mut Deadline::default(), |fd, e| {
+    let caller_errno = errno();
+    let mut deadline = Deadline::default();
+    let io = nonblocking_loop(fd, e, Dir::Read, &mut deadline, |fd, e| {
         if std::mem::take(&mut first) && drained::can_skip(fd, e) {
             return eagain();
         }
@@ -228,6 +230,12 @@ pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize
     });
     match io {
         Io::Done(_) if unsupported => None,
+        Io::Done(r) if r < 0 && errno() == libc::EAGAIN && deadline.is_tty_vtime() => {
+            // A terminal's VTIME passed with no byte: the read returns 0
+            // (`hooks/tty_read.rs`).
+            crate::sys::set_errno(caller_errno);
+            Some(0)
+        }
         Io::Done(r) => Some(r),
         Io::Blocking => None,
     }

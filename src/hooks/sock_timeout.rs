@@ -66,20 +66,50 @@ pub(crate) fn timeval_ns(tv: &libc::timeval) -> u64 {
 }
 
 /// The deadline of one blocking call, computed at its first EAGAIN (the
-/// fast path never looks the socket timeout up).
+/// fast path never looks the socket timeout up): a socket's timeout, or
+/// for a read of a terminal with VMIN = 0 its VTIME (`hooks/tty_read.rs`).
 #[derive(Default)]
-pub(crate) struct Deadline(Option<Option<u64>>);
+pub(crate) struct Deadline {
+    at: Option<Option<u64>>,
+    /// The deadline is a terminal's VTIME: reaching it ends the read with
+    /// 0, and a signal handler with SA_RESTART lets the read go on (n_tty
+    /// restarts), unlike a socket timeout's EINTR.
+    tty: bool,
+}
 
 impl Deadline {
     /// A deadline the call itself gives (monotonic ns; None: none), not the
     /// socket's timeout.
     pub(crate) fn at(deadline: Option<u64>) -> Deadline {
-        Deadline(Some(deadline))
+        Deadline {
+            at: Some(deadline),
+            tty: false,
+        }
     }
 
     pub(crate) fn get(&mut self, fd: i32, e: &FdEntry, dir: Dir) -> Option<u64> {
-        *self.0.get_or_insert_with(|| {
-            sock_timeout(fd, e, dir).map(|t| crate::sys::now_ns().saturating_add(t))
+        let tty = &mut self.tty;
+        *self.at.get_or_insert_with(|| {
+            let wait = sock_timeout(fd, e, dir).or_else(|| {
+                let t = (dir == Dir::Read && fd_kind(fd, e) == fdtable::KIND_OTHER)
+                    .then(|| super::tty_read::vmin0_wait_ns(fd))
+                    .flatten();
+                *tty = t.is_some();
+                t
+            });
+            wait.map(|t| crate::sys::now_ns().saturating_add(t))
         })
+    }
+
+    /// Whether a signal handler that ran while the call waited ends it with
+    /// EINTR even with SA_RESTART: a socket with a timeout (signal(7)) or a
+    /// deadline of the call's own.
+    pub(crate) fn ends_in_eintr(&mut self, fd: i32, e: &FdEntry, dir: Dir) -> bool {
+        self.get(fd, e, dir).is_some() && !self.tty
+    }
+
+    /// Whether the deadline is a terminal's VTIME (as of the last `get`).
+    pub(crate) fn is_tty_vtime(&self) -> bool {
+        self.tty
     }
 }

@@ -25,7 +25,7 @@ use std::ffi::{c_char, c_int};
 use libc::{size_t, ssize_t, FILE};
 
 use super::{fd_kind, ready_now, user_nonblocking};
-use crate::sched::fdtable::{self, Dir, KIND_FILE};
+use crate::sched::fdtable::{self, Dir, KIND_FILE, KIND_OTHER};
 use crate::sched::signals::Interruptible;
 use crate::sched::{current, park_until_any_ready, parking};
 
@@ -79,6 +79,8 @@ fn only_blanks(ptr: *mut c_char, end: *mut c_char) -> bool {
         .all(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))
 }
 
+/// `_IO_EOF_SEEN`: what `feof` reports.
+const IO_EOF_SEEN: c_int = 0x10;
 /// `_IO_ERR_SEEN`: what `ferror` reports.
 const IO_ERR_SEEN: c_int = 0x20;
 
@@ -125,7 +127,9 @@ pub(super) fn file_lock(f: *mut FILE) -> Option<*const FileLock> {
 
 /// Waits, parked, until `f` has something to read. false: a handler
 /// without SA_RESTART ran meanwhile (the FILE's error flag and errno are
-/// set as glibc sets them when its read fails with EINTR).
+/// set as glibc sets them when its read fails with EINTR), or a terminal
+/// with VMIN = 0 had nothing when its VTIME passed (the FILE's end-of-file
+/// flag set, as glibc sets it when its read returns 0).
 pub(super) fn wait_input(f: *mut FILE) -> bool {
     wait_input_beyond(f, false)
 }
@@ -156,10 +160,25 @@ pub(super) fn wait_input_beyond(f: *mut FILE, blanks_are_empty: bool) -> bool {
         return true;
     }
     let mut intr = Interruptible::begin();
+    // A terminal read with VMIN = 0 ends at VTIME (`tty_read.rs`): asked
+    // the first time the fd is found empty.
+    let mut vtime: Option<Option<u64>> = None;
     loop {
         let seen = e.snapshot(Dir::Read);
         if ready_now(fd, libc::POLLIN) {
             return true;
+        }
+        let deadline = *vtime.get_or_insert_with(|| {
+            (fd_kind(fd, e) == KIND_OTHER)
+                .then(|| super::tty_read::vmin0_wait_ns(fd))
+                .flatten()
+                .map(|t| crate::sys::now_ns().saturating_add(t))
+        });
+        if deadline.is_some_and(|d| crate::sys::now_ns() >= d) {
+            // glibc's read would return 0: end of file for this call.
+            // SAFETY: as above; glibc sets this flag the same way.
+            unsafe { (*head).flags |= IO_EOF_SEEN };
+            return false;
         }
         if let Some(restart) = intr.check() {
             if !restart {
@@ -170,7 +189,7 @@ pub(super) fn wait_input_beyond(f: *mut FILE, blanks_are_empty: bool) -> bool {
             }
             intr = Interruptible::begin();
         }
-        park_until_any_ready(&[(fd, Dir::Read, seen)], None);
+        park_until_any_ready(&[(fd, Dir::Read, seen)], deadline);
         if let Some(t) = current() {
             crate::sched::identity::cancel_point(&t.ident);
         }

@@ -27,7 +27,10 @@
 //!
 //! In a forked child the handler stays but the dump thread does not exist,
 //! and the eventfd is the parent's: the handler ignores a signal whose
-//! process is not the one that installed it.
+//! process is not the one that installed it, and the child starts its own
+//! eventfd and dump thread (`after_fork_child`: only with dumps asked for),
+//! so a forked server's workers (uWSGI's, a preforking server's) answer
+//! `corun dump` too.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
@@ -42,6 +45,8 @@ use super::waitdesc::{coarse_now_ns, Cause};
 /// The eventfd the handler writes, and the process that installed it.
 static EVENTFD: AtomicI32 = AtomicI32::new(-1);
 static OWNER: AtomicI32 = AtomicI32::new(0);
+/// The dump signal (0: dumps not installed).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// The thread name of a coroutine, from the hooks layer (`pthread` keeps
 /// names); None when it has none of its own.
 static NAME_OF: OnceLock<fn(u64) -> Option<String>> = OnceLock::new();
@@ -55,22 +60,8 @@ pub fn path(pid: i32) -> String {
 /// names a coroutine's thread.
 pub fn install(sig: i32, name_of: fn(u64) -> Option<String>) -> std::io::Result<()> {
     let _ = NAME_OF.set(name_of);
-    // SAFETY: eventfd with valid flags.
-    let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-    if efd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if let Some(e) = super::fdtable::get(efd) {
-        super::fdtable::mark_runtime(efd, e);
-    }
-    EVENTFD.store(efd, Relaxed);
-    // SAFETY: getpid has no preconditions.
-    OWNER.store(unsafe { libc::getpid() }, Relaxed);
-    crate::sys::spawn_native_thread(Box::new(move || {
-        crate::sys::block_all_signals();
-        unblock(sig);
-        serve(efd);
-    }))?;
+    start_thread(sig)?;
+    SIGNAL.store(sig, Relaxed);
     // glibc installs its SIGSETXID handler at its first pthread_create.
     crate::ctx::setxid::wrap_glibc_handler();
     // SAFETY: a zeroed sigaction is valid; the handler has the plain
@@ -84,6 +75,41 @@ pub fn install(sig: i32, name_of: fn(u64) -> Option<String>) -> std::io::Result<
             return Err(std::io::Error::last_os_error());
         }
     }
+    Ok(())
+}
+
+/// In a forked child of a process with dumps: its own eventfd and dump
+/// thread (the parent's thread did not survive the fork). The handler
+/// stays as the program left it.
+pub fn after_fork_child() {
+    let sig = SIGNAL.load(Relaxed);
+    if sig != 0 && start_thread(sig).is_err() {
+        crate::sys::raw_stderr(b"corun: CORUN_DUMP_SIGNAL: no dumps in this forked child\n");
+    }
+}
+
+/// Makes the eventfd and the dump thread of this process.
+fn start_thread(sig: i32) -> std::io::Result<()> {
+    // SAFETY: eventfd with valid flags.
+    let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if efd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // High, as the workers' fds: left at the lowest free number (3) it was
+    // the program's fd 3, which dup2 and close refuse to touch (a spawn
+    // redirecting fd 3 failed with EBADF in Ruby's tests).
+    let efd = crate::sys::move_fd_high(efd);
+    if let Some(e) = super::fdtable::get(efd) {
+        super::fdtable::mark_runtime(efd, e);
+    }
+    EVENTFD.store(efd, Relaxed);
+    // SAFETY: getpid has no preconditions.
+    OWNER.store(unsafe { libc::getpid() }, Relaxed);
+    crate::sys::spawn_native_thread(Box::new(move || {
+        crate::sys::block_all_signals();
+        unblock(sig);
+        serve(efd);
+    }))?;
     Ok(())
 }
 

@@ -55,6 +55,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::preempt::reset_after_fork();
     super::startname::after_fork_child();
     super::deadline::after_fork_child();
+    super::dump::after_fork_child();
     if let Some(me) = super::park::current_ref() {
         super::signals::after_fork(&me);
     }
@@ -112,6 +113,7 @@ fn reset_worker(w: &'static Worker) {
     }
     std::mem::forget(w.local.timers.replace(Timers::new()));
     w.load.store(1, Ordering::Relaxed);
+    super::stats::live_after_fork();
     w.sleeping.store(false, Ordering::Relaxed);
     w.napping.store(false, Ordering::Relaxed);
 }

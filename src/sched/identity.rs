@@ -149,6 +149,16 @@ pub fn cancel_point(ident: &Identity) {
     }
 }
 
+/// Where a wait that is not a cancellation point ended (its registration
+/// taken back): acts on a due request if cancellation is asynchronous, as
+/// the kernel's signal reaches a thread natively wherever it is.
+#[inline]
+pub fn async_cancel_point(ident: &Identity) {
+    if ident.cancel_async() {
+        cancel_point(ident);
+    }
+}
+
 #[cold]
 fn act_on_cancel(ident: &Identity) {
     if let Some(f) = CANCEL_ACT.get() {
@@ -163,6 +173,15 @@ impl Identity {
     pub fn cancel_due(&self) -> bool {
         let c = self.cancel.load(Ordering::Acquire);
         c & (cancel::REQUESTED | cancel::DISABLED | cancel::ACTING) == cancel::REQUESTED
+    }
+
+    /// Whether cancellation is enabled and asynchronous: a request acts
+    /// wherever the thread waits or computes, not only at cancellation
+    /// points (`park::park_as`, `sync::wait`, `preempt::yield_preempted`).
+    #[inline]
+    pub fn cancel_async(&self) -> bool {
+        let c = self.cancel.load(Ordering::Acquire);
+        c & (cancel::ASYNC | cancel::DISABLED | cancel::ACTING) == cancel::ASYNC
     }
 
     /// Whether the cancel token the coroutine runs under is cancelled.

@@ -244,7 +244,7 @@ pub(super) fn suspend(t: &Task) {
 /// deadline (monotonic ns) a timer wakes the coroutine too. Must be called
 /// from a coroutine.
 pub fn park(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Woken {
-    park_as(false, register, deadline)
+    park_as(false, false, register, deadline)
 }
 
 /// `park` at a cancellation point (a join, a condition wait, a semaphore
@@ -252,15 +252,21 @@ pub fn park(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Wok
 /// before the park, and `pthread_cancel` wakes the park (the caller acts on
 /// it after cleaning up its registration).
 pub fn park_cancelable(register: impl FnOnce(Waiter) -> bool, deadline: Option<u64>) -> Woken {
-    park_as(true, register, deadline)
+    park_as(true, false, register, deadline)
 }
 
+/// `park`, at a cancellation point (`cancelable`) or not. `async_ends`:
+/// the caller takes its registration back and acts on an asynchronous
+/// cancellation itself (`sync::park_on`): with cancellation asynchronous,
+/// `pthread_cancel` ends this park too, and a request already due ends it
+/// before it parks (`Woken::NotParked`).
 pub(super) fn park_as(
     cancelable: bool,
+    async_ends: bool,
     register: impl FnOnce(Waiter) -> bool,
     deadline: Option<u64>,
 ) -> Woken {
-    let r = park_described(cancelable, register, deadline);
+    let r = park_described(cancelable, async_ends, register, deadline);
     // The description (`waitdesc`) lasts as long as the park, parked or not.
     if let Some(t) = current() {
         t.wait.clear();
@@ -270,6 +276,7 @@ pub(super) fn park_as(
 
 fn park_described(
     cancelable: bool,
+    async_ends: bool,
     register: impl FnOnce(Waiter) -> bool,
     deadline: Option<u64>,
 ) -> Woken {
@@ -286,10 +293,14 @@ fn park_described(
     // sees the request. (Checking before taking the token lost the wake:
     // it landed on the previous park's token.)
     let token = task.begin_park();
-    if cancelable {
+    let interruptible = cancelable || (async_ends && task.ident.cancel_async());
+    if interruptible {
         task.ident.at_cancel_point.store(true, SeqCst);
         if task.ident.cancel_due() {
             task.ident.at_cancel_point.store(false, Relaxed);
+            if !cancelable {
+                return Woken::NotParked;
+            }
             cancel_now(task);
         }
     }
@@ -347,7 +358,7 @@ fn park_described(
         None => Woken::Event,
     };
     set_current(tp);
-    if cancelable {
+    if interruptible {
         task.ident.at_cancel_point.store(false, Relaxed);
     }
     // Handlers run here, in the coroutine, after the park's own state is
@@ -380,8 +391,10 @@ fn cancel_now(_task: &Task) -> ! {
     unsafe { libc::abort() }
 }
 
-/// Wakes `t` if it is parked at a cancellation point (`pthread_cancel`):
-/// its park ends as if its event came, and the park acts on the request.
+/// Wakes `t` if it is parked at a cancellation point, or, its cancellation
+/// being asynchronous, in a wait that takes its registration back and acts
+/// (`pthread_cancel`): its park ends as if its event came, and the park
+/// acts on the request.
 pub fn interrupt_cancelable(t: &TaskRef) {
     if !t.ident.at_cancel_point.load(SeqCst) {
         return;

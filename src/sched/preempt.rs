@@ -116,6 +116,23 @@ static NEXT_TIMER: [AtomicU64; MAX_WORKERS] = [const { AtomicU64::new(u64::MAX) 
 static SENT: AtomicU64 = AtomicU64::new(0);
 static HANDLED: AtomicU64 = AtomicU64::new(0);
 static DONE: AtomicU64 = AtomicU64::new(0);
+/// An asynchronous cancellation was requested (set once, never cleared):
+/// from then on the monitor also preempts a lone run whose thread has one
+/// due, so that it acts (`yield_preempted`).
+static ASYNC_CANCELS: AtomicBool = AtomicBool::new(false);
+
+/// `pthread_cancel` of a thread whose cancellation is asynchronous: if it
+/// computes, the monitor preempts it even alone on its worker.
+pub fn async_cancel_requested() {
+    ASYNC_CANCELS.store(true, Ordering::SeqCst);
+}
+
+/// Whether coroutine `id` has an asynchronous cancellation due.
+fn async_cancel_due(id: u64) -> bool {
+    ASYNC_CANCELS.load(Ordering::Relaxed)
+        && super::sigdispatch::find_id(id)
+            .is_some_and(|t| t.ident.cancel_async() && t.ident.cancel_due())
+}
 
 /// Turns preemption on with a slice of `ms` (0: off). False if this CPU
 /// cannot have it (the register save area would not fit).
@@ -271,7 +288,8 @@ fn monitor(rt: &'static Runtime) {
                 && now.saturating_sub(seen[i].2) >= granularity
                 && super::signals::WORK.load(Ordering::Relaxed)
                 && has_deliverable(id);
-            if id == 0 || (w.load.load(Ordering::Relaxed) < 2 && !signal_waits) {
+            let cancel_waits = held && async_cancel_due(id);
+            if id == 0 || (w.load.load(Ordering::Relaxed) < 2 && !signal_waits && !cancel_waits) {
                 // Idle, or nothing else there to preempt for (a lone
                 // coroutine that computes costs no faster sampling). The
                 // run keeps its start, for `signal_waits` at a later tick.
@@ -295,9 +313,10 @@ fn monitor(rt: &'static Runtime) {
             let due = next <= now
                 || super::signals::WORK.load(Ordering::Relaxed)
                 || w.woken_waiting.load(Ordering::Relaxed)
-                || w.has_remote();
+                || w.has_remote()
+                || cancel_waits;
             if !(ran >= slice || (due && ran >= granularity))
-                || (super::alone() && !signal_waits)
+                || (super::alone() && !signal_waits && !cancel_waits)
                 || !thread_runs(w)
             {
                 continue;
@@ -378,7 +397,10 @@ fn try_preempt(uc: *mut c_void) -> Result<(), Refusal> {
     if t.id != w.running_id.load(Ordering::Relaxed) {
         return Err(Refusal::RunOver);
     }
-    if super::alone() && super::signals::deliverable(&t) == 0 {
+    if super::alone()
+        && super::signals::deliverable(&t) == 0
+        && !(t.ident.cancel_async() && t.ident.cancel_due())
+    {
         return Err(Refusal::NotNow);
     }
     if FILE_LOCKS.get() != 0 {
@@ -491,8 +513,10 @@ fn redirect(_uc: *mut c_void, _lo: usize, _top: usize, _start: usize) -> Result<
 /// Called by `corun_async_preempt`, in normal context on the preempted
 /// coroutine's stack with its registers saved: the coroutine yields to
 /// the back of its worker's run queue, after its worker looked at its
-/// netpoller and timers (what they woke runs first). Back here, its deliverable signals run, as the kernel
-/// delivers a signal that came while a thread waited for a CPU.
+/// netpoller and timers (what they woke runs first). Back here, its
+/// deliverable signals run, as the kernel delivers a signal that came
+/// while a thread waited for a CPU, and a due asynchronous cancellation
+/// acts.
 pub(super) extern "C" fn yield_preempted() {
     let (Some(w), Some(task), Some(rt)) = (current_worker(), current(), super::runtime::runtime())
     else {
@@ -508,5 +532,8 @@ pub(super) extern "C" fn yield_preempted() {
     task.preempted.set(true);
     suspend(&task);
     super::signals::run_pending(&task);
+    // An asynchronous cancellation acts here, in the preempted code: the
+    // unwind goes through `corun_async_preempt`'s signal frame into it.
+    super::identity::async_cancel_point(&task.ident);
     crate::sys::set_errno(e);
 }

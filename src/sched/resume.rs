@@ -177,6 +177,7 @@ impl Worker {
         // Publishes `result` to joiners that look at the state (`join`).
         t.set_done();
         self.load.fetch_sub(1, Ordering::Relaxed);
+        super::stats::live_ended();
         let joiner = {
             let mut j = fdtable::lock(&t.join);
             j.done = true;

@@ -222,6 +222,7 @@ fn spawn_at(
         }
     }
     (rt.plugins.spawned)(rt);
+    super::stats::live_added();
     match target {
         Some(w) => {
             w.load.fetch_add(1, Ordering::Relaxed);
@@ -282,6 +283,7 @@ pub fn spawn_main(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
     let t = Task::new(entry, stack_size);
     reserve_stack(&t, Some(w))?;
     super::signals::main_created(&t);
+    super::stats::live_added();
     w.load.fetch_add(1, Ordering::Relaxed);
     t.set_home(w.index);
     w.push_local(t.clone());

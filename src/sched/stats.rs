@@ -10,8 +10,8 @@
 //!
 //! - spawned: coroutines made by code on this worker (spawns from native
 //!   threads are counted apart, with an atomic add: they are rare);
-//! - peak: the most coroutines alive at once, as seen at each spawn (the
-//!   sum of the workers' live counts);
+//! - peak: the most coroutines alive at once, as seen at each spawn (a
+//!   count of its own, `LIVE`, kept only while someone may print it);
 //! - yields: `sched_yield`/`corun_yield` calls (also the watchdog's sign of
 //!   life of a coroutine that yields with nothing else to run);
 //! - parks by cause (`waitdesc::Cause`), and waits that needed no park
@@ -23,7 +23,7 @@
 //! stalls are what the watchdog saw (`stalled`); preemptions and the
 //! requests sent for them are `preempt.rs`'s.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 use super::runtime::runtime;
 use super::waitdesc::{Cause, CAUSES};
@@ -54,6 +54,44 @@ static NATIVE_SPAWNED: AtomicU64 = AtomicU64::new(0);
 static NATIVE_PEAK: AtomicU64 = AtomicU64::new(0);
 /// Stalls the watchdog reported.
 static STALLS: AtomicU64 = AtomicU64::new(0);
+/// Coroutines made and not ended (`main` included), counted only while the
+/// peak may be printed (`counts_live`): one shared atomic per spawn and end
+/// costs a cache-line transfer between workers, which the default pays
+/// nothing for. The workers' `load` counts cannot serve: they are
+/// placement's, and run ahead of the truth while never-run tasks move in a
+/// batch (`Worker::move_never_run` counts the whole batch on the thief
+/// first), so their sum read at a spawn said 102 for 101 coroutines (the
+/// stats test, 1 run in 15 on 2 workers).
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+/// Whether the peak is wanted: CORUN_STATS, or a dump signal.
+#[inline]
+fn counts_live() -> bool {
+    runtime().is_some_and(|rt| rt.config.stats || rt.config.dump_signal != 0)
+}
+
+/// A coroutine was made (before it is queued, so it cannot end first).
+#[inline]
+pub fn live_added() {
+    if counts_live() {
+        LIVE.fetch_add(1, Relaxed);
+    }
+}
+
+/// A coroutine ended.
+#[inline]
+pub fn live_ended() {
+    if counts_live() {
+        LIVE.fetch_sub(1, Relaxed);
+    }
+}
+
+/// In a forked child: the forking coroutine is the only one.
+pub fn live_after_fork() {
+    if counts_live() {
+        LIVE.store(1, Relaxed);
+    }
+}
 
 /// +1 by the counter's only writer: a load and a store.
 #[inline]
@@ -65,11 +103,10 @@ fn bump(c: &AtomicU64) {
 #[inline]
 pub fn spawned() {
     let Some(rt) = runtime() else { return };
-    // The peak is only ever printed at exit (CORUN_STATS) or in a dump:
-    // summing every worker's load at each spawn read lines the other
-    // workers write at every coroutine end (a miss per spawn while they run).
-    let live: usize = if rt.config.stats || rt.config.dump_signal != 0 {
-        rt.workers.iter().map(|w| w.load.load(Relaxed)).sum()
+    // The peak is only ever printed at exit (CORUN_STATS) or in a dump;
+    // otherwise LIVE is not kept (0 here).
+    let live = if rt.config.stats || rt.config.dump_signal != 0 {
+        LIVE.load(Relaxed).max(0) as usize
     } else {
         0
     };

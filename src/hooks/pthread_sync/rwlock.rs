@@ -45,9 +45,13 @@ fn rw_sleep(w: &RwWords, blocked: impl Fn(u32) -> bool, deadline: Option<Deadlin
             crate::sched::waitdesc::Cause::RwLock,
             w as *const RwWords as u64,
         );
-        ok = sync::wait(&w.seq, q, deadline) != WaitResult::TimedOut;
+        ok = sync::wait_then_act(&w.seq, q, deadline) != WaitResult::TimedOut;
     }
     w.sleepers.fetch_sub(1, Ordering::SeqCst);
+    // An asynchronous cancellation acts with the count put back.
+    if let Some(t) = crate::sched::current() {
+        crate::sched::identity::async_cancel_point(&t.ident);
+    }
     ok
 }
 

@@ -219,8 +219,21 @@ impl Deadline {
     }
 }
 
-/// Sleeps while `*word == expected`; see the module comment.
+/// Sleeps while `*word == expected`; see the module comment. With
+/// cancellation asynchronous, a request ends the wait and acts here
+/// (`park_on`).
 pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
+    let r = wait_then_act(word, expected, deadline);
+    if let Some(t) = super::park::current() {
+        super::identity::async_cancel_point(&t.ident);
+    }
+    r
+}
+
+/// `wait` for a caller with a count to put back first: an asynchronous
+/// cancellation ends the wait (`WaitResult::Woken`) but does not act; the
+/// caller acts with `identity::async_cancel_point`.
+pub fn wait_then_act(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
     if deadline.is_some_and(|d| d.passed()) {
         return if word.load(Ordering::SeqCst) == expected {
             WaitResult::TimedOut
@@ -229,7 +242,7 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> Wait
         };
     }
     if in_coroutine() {
-        park_on(word, expected, MATCH_ANY, deadline)
+        park_on_as(false, word, expected, MATCH_ANY, deadline)
     } else {
         wait_kernel(word, expected, deadline)
     }
@@ -249,22 +262,7 @@ pub fn wait_cancelable(word: &AtomicU32, expected: u32, deadline: Option<Deadlin
     if deadline.is_some_and(|d| d.passed()) || !in_coroutine() {
         return wait(word, expected, deadline);
     }
-    let r = park_on_as(true, word, expected, MATCH_ANY, deadline);
-    if t.ident.cancel_due() {
-        let addr = word.as_ptr() as usize;
-        let me = t.id;
-        let mut g = lock(bucket(addr));
-        let mine = g
-            .iter()
-            .position(|s| s.addr == addr && s.waiter.is_park(me, t.current_park().unwrap_or(0)));
-        let slot = mine.map(|i| g.remove(i));
-        drop(g);
-        if slot.is_none() && r == WaitResult::Woken {
-            wake(word, 1);
-        }
-        drop(slot);
-    }
-    r
+    park_on_as(true, word, expected, MATCH_ANY, deadline)
 }
 
 /// Locks bucket `b` with room for `extra` more slots, growing it (if
@@ -295,14 +293,21 @@ fn lock_with_room(b: &'static Mutex<Vec<Slot>>, extra: usize) -> MutexGuard<'sta
 
 /// Parks the calling coroutine while `*word == expected` (checked under
 /// the bucket lock) until a wake whose bits meet `bits`, or the deadline.
-/// Must be called from a coroutine.
+/// Must be called from a coroutine. Not a cancellation point, but with
+/// cancellation asynchronous a request ends the wait and acts here, its
+/// slot taken back (a mutex lock, a program's futex: uWSGI's reload
+/// cancels threads that wait for a lock so).
 pub fn park_on(
     word: &AtomicU32,
     expected: u32,
     bits: u32,
     deadline: Option<Deadline>,
 ) -> WaitResult {
-    park_on_as(false, word, expected, bits, deadline)
+    let r = park_on_as(false, word, expected, bits, deadline);
+    if let Some(t) = super::park::current() {
+        super::identity::async_cancel_point(&t.ident);
+    }
+    r
 }
 
 /// `park_on`, at a cancellation point or not (`park::park_cancelable`).
@@ -321,6 +326,7 @@ fn park_on_as(
     PARKED.fetch_add(1, Ordering::SeqCst);
     let woken = super::park::park_as(
         cancelable,
+        true,
         |w| {
             let mut g = lock_with_room(bucket(addr), 1);
             if word.load(Ordering::SeqCst) != expected {
@@ -375,8 +381,60 @@ fn park_on_as(
             }
         }
     };
+    // Ended by a cancellation that will act (at a cancellation point, or
+    // anywhere when asynchronous): the slot must not outlive the frame
+    // that holds `at`, nor a wake it took be lost with the thread.
+    let r = match super::park::current() {
+        Some(t) if (cancelable || t.ident.cancel_async()) && t.ident.cancel_due() => {
+            match woken {
+                Woken::Event => leave_cancelled(word, bits, &at, me, my_token),
+                // The timer fired but a wake had taken the slot: pass it on.
+                Woken::TimedOut if r == WaitResult::Woken => pass_on(word, bits, addr),
+                _ => {}
+            }
+            WaitResult::Woken
+        }
+        _ => r,
+    };
     PARKED.fetch_sub(1, Ordering::SeqCst);
     r
+}
+
+/// A waiter about to act on a cancellation takes its slot back (following
+/// a requeue through `at`); if a wake took it first, the wake is passed
+/// on, as glibc's condition variables do, so no waker loses it.
+fn leave_cancelled(word: &AtomicU32, bits: u32, at: &AtomicUsize, me: u64, token: u64) {
+    let addr = word.as_ptr() as usize;
+    let mut cur = addr;
+    loop {
+        let mut g = lock(bucket(cur));
+        if let Some(i) = g
+            .iter()
+            .position(|s| s.addr == cur && s.waiter.is_park(me, token))
+        {
+            let slot = g.remove(i);
+            drop(g);
+            drop(slot);
+            return;
+        }
+        let next = at.load(Ordering::Acquire);
+        drop(g);
+        if next == cur {
+            break;
+        }
+        cur = next;
+    }
+    pass_on(word, bits, cur);
+}
+
+/// Passes a wake a cancelled waiter took (on `cur`, `word` unless a
+/// requeue moved it) to the next waiter.
+fn pass_on(word: &AtomicU32, bits: u32, cur: usize) {
+    if cur == word.as_ptr() as usize && bits == MATCH_ANY {
+        wake(word, 1);
+    } else {
+        wake_parked(cur, 1, bits);
+    }
 }
 
 fn wait_kernel(word: &AtomicU32, expected: u32, deadline: Option<Deadline>) -> WaitResult {
