@@ -10,10 +10,12 @@
 //!   fault or was sent to this very thread (`raise`), or is sent to the
 //!   process and the coroutine does not block it, unless main would take
 //!   it (Linux offers a process signal to the thread group leader first).
-//!   Only when the interrupted code runs on the coroutine's own stack: a
-//!   signal that lands while the scheduler switches stacks is made pending
-//!   instead (a handler may leave by longjmp, which must land on the
-//!   coroutine's stack, not the scheduler's). Or inside a trampoline that
+//!   Only when the interrupted code runs on the coroutine's own stack, or
+//!   on a stack the program switched to itself (a fiber's: neither the
+//!   worker thread's stack, `sched/worker_stack.rs`, nor its alternate
+//!   one): a signal that lands while the scheduler switches stacks is made
+//!   pending instead (a handler may leave by longjmp, which must land on
+//!   the coroutine's stack, not the scheduler's). Or inside a trampoline that
 //!   runs a handler in place there: a handler with SA_ONSTACK runs on the
 //!   worker's alternate stack, and a signal landing in it nests, as the
 //!   kernel nests it. One that lands on that stack past the trampoline's
@@ -271,6 +273,20 @@ unsafe fn interrupted_on_altstack(uc: *mut c_void) -> bool {
     size != 0 && sp > lo && sp - lo <= size
 }
 
+/// Whether `sp`, interrupted in a coroutine, is on a stack the program
+/// switched to itself (a fiber's): neither the worker thread's own stack,
+/// where the scheduler runs, nor its alternate signal stack.
+///
+/// # Safety
+/// `uc` is NULL or the kernel's ucontext for this delivery.
+unsafe fn on_program_stack(sp: usize, uc: *mut c_void) -> bool {
+    let Some(w) = sched::worker::current_worker() else {
+        return false;
+    };
+    // SAFETY: per the contract.
+    sched::worker_stack::is_off(w.index, sp) && !unsafe { interrupted_on_altstack(uc) }
+}
+
 /// A fault the kernel raised on this thread's instruction.
 fn is_fault(sig: c_int, info: &Info) -> bool {
     matches!(
@@ -473,9 +489,12 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
             // On the coroutine's stack, or inside a trampoline that runs a
             // signal in place for it there (a handler with SA_ONSTACK runs
             // on the worker's alternate stack): the kernel would nest this
-            // one in it, and so does corun.
+            // one in it, and so does corun. Or on a stack the program
+            // switched to itself (a fiber's): the coroutine's code too.
             let on_stack = sched::current_stack().is_some_and(|(lo, hi)| (lo..hi).contains(&sp))
-                || in_place_delivery();
+                || in_place_delivery()
+                // SAFETY: `uc` is the kernel's ucontext for this delivery.
+                || unsafe { on_program_stack(sp, uc) };
             if on_stack {
                 in_place_enter();
             }

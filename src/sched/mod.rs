@@ -69,6 +69,7 @@ pub mod waiter;
 pub mod waitlist;
 pub mod watchdog;
 pub mod worker;
+pub mod worker_stack;
 
 pub use park::{
     current, current_id, current_ref, current_stack, exit_current, in_coroutine,

@@ -327,6 +327,7 @@ impl Worker {
         self.tid.store(crate::sys::gettid(), Ordering::Relaxed);
         crate::ctx::setxid::note_worker_thread(self.index);
         overflow::install_altstack();
+        super::worker_stack::note(self.index);
     }
 
     /// Notes the CPU this thread runs on now, for spinning workers
