@@ -356,28 +356,10 @@ fn park_on_as(
             // out of the queue, and it must count as ours. A requeue
             // may have moved the slot: `at` names its word, read under the
             // lock of the bucket that held it.
-            let mut cur = addr;
-            loop {
-                let mut g = lock(bucket(cur));
-                if let Some(i) = g
-                    .iter()
-                    .position(|s| s.addr == cur && s.waiter.is_park(me, my_token))
-                {
-                    let slot = g.remove(i);
-                    drop(g);
-                    drop(slot);
-                    break if woken == Woken::Signal {
-                        WaitResult::Woken
-                    } else {
-                        WaitResult::TimedOut
-                    };
-                }
-                let next = at.load(Ordering::Acquire);
-                drop(g);
-                if next == cur {
-                    break WaitResult::Woken;
-                }
-                cur = next;
+            match take_slot_back(addr, &at, me, my_token) {
+                Ok(()) if woken == Woken::Signal => WaitResult::Woken,
+                Ok(()) => WaitResult::TimedOut,
+                Err(_) => WaitResult::Woken,
             }
         }
     };
@@ -404,7 +386,16 @@ fn park_on_as(
 /// a requeue through `at`); if a wake took it first, the wake is passed
 /// on, as glibc's condition variables do, so no waker loses it.
 fn leave_cancelled(word: &AtomicU32, bits: u32, at: &AtomicUsize, me: u64, token: u64) {
-    let addr = word.as_ptr() as usize;
+    if let Err(cur) = take_slot_back(word.as_ptr() as usize, at, me, token) {
+        pass_on(word, bits, cur);
+    }
+}
+
+/// Removes the slot of park `token` of task `me`, queued on `addr` or
+/// wherever a requeue moved it (`at` names its word, read under the lock
+/// of the bucket that held it). Err(word): no slot is left, a wake took
+/// it out of the queue on `word`, and that wake was ours.
+fn take_slot_back(addr: usize, at: &AtomicUsize, me: u64, token: u64) -> Result<(), usize> {
     let mut cur = addr;
     loop {
         let mut g = lock(bucket(cur));
@@ -415,16 +406,15 @@ fn leave_cancelled(word: &AtomicU32, bits: u32, at: &AtomicUsize, me: u64, token
             let slot = g.remove(i);
             drop(g);
             drop(slot);
-            return;
+            return Ok(());
         }
         let next = at.load(Ordering::Acquire);
         drop(g);
         if next == cur {
-            break;
+            return Err(cur);
         }
         cur = next;
     }
-    pass_on(word, bits, cur);
 }
 
 /// Passes a wake a cancelled waiter took (on `cur`, `word` unless a
