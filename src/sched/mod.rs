@@ -31,6 +31,7 @@ pub mod fdtable;
 mod foreign_stack;
 pub mod fork;
 pub mod fork_injector;
+pub mod handler_depth;
 pub mod identity;
 pub mod lone;
 pub mod netpoller;
