@@ -6,6 +6,7 @@
 //! | `rw.rs`       | read, write, readv, writev, preadv(64)v2, pwritev(64)v2, pread(64), pwrite(64), __read_chk, __pread(64)_chk |
 //! | `sendrecv.rs` | recv, recvfrom, recvmsg, recvmmsg, send, sendto, sendmsg, sendmmsg, __recv_chk, __recvfrom_chk |
 //! | `socket.rs`   | socket, socketpair, accept, accept4, connect, shutdown, setsockopt, getsockopt |
+//! | `listener.rs` | (no symbol) accept on a listener another process may share goes to the blocking pool, for `socket.rs` |
 //! | `sock_timeout.rs`| (no symbol) SO_RCVTIMEO/SO_SNDTIMEO of a socket and the deadline of one call, for the I/O hooks |
 //! | `tty_read.rs` | (no symbol) a terminal read with VMIN = 0 ends at VTIME: the deadline `rw.rs` and `stdio.rs` wait to |
 //! | `sendfile.rs` | sendfile, sendfile64, splice |
@@ -100,6 +101,7 @@ pub mod filelock;
 pub mod gai;
 pub mod io_uring;
 pub mod ipc;
+pub mod listener;
 pub mod open;
 pub mod own_fds;
 pub mod path_memo;

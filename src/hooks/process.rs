@@ -45,6 +45,7 @@ fn resolve_for_children() {
 
 #[no_mangle]
 pub unsafe extern "C" fn fork() -> pid_t {
+    super::listener::child_made();
     if !in_coroutine() {
         // SAFETY: plain fork, no arguments.
         return unsafe { real::fork() };
@@ -65,6 +66,7 @@ impl Forker {
     /// The running coroutine, about to make a new process; looks up the
     /// real functions a child is likely to call first.
     pub(crate) fn here() -> Forker {
+        super::listener::child_made();
         resolve_for_children();
         let task = sched::current_id();
         Forker {
@@ -318,6 +320,7 @@ pub unsafe extern "C" fn posix_spawn(
     argv: *const *mut libc::c_char,
     envp: *const *mut libc::c_char,
 ) -> libc::c_int {
+    super::listener::child_made();
     // SAFETY: the caller's posix_spawn contract.
     let mine = unsafe { spawn_attr(attr) };
     let attr = mine.as_ref().map_or(attr, |a| a as *const _);
@@ -334,6 +337,7 @@ pub unsafe extern "C" fn posix_spawnp(
     argv: *const *mut libc::c_char,
     envp: *const *mut libc::c_char,
 ) -> libc::c_int {
+    super::listener::child_made();
     // SAFETY: the caller's posix_spawnp contract.
     let mine = unsafe { spawn_attr(attr) };
     let attr = mine.as_ref().map_or(attr, |a| a as *const _);

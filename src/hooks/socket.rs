@@ -19,8 +19,8 @@
 //! readability and are woken when the holder is done), so two workers never
 //! race for one connection. Another *process* accepting the same connection
 //! between the poll and the accept would make the call block until the
-//! next connection: the one place corun may block a worker on a socket,
-//! noted in the README.
+//! next connection: on a listener another process may share, the accept
+//! is made on the blocking pool (`listener.rs`).
 //!
 //! `connect` sets O_NONBLOCK on the socket for the duration of the call
 //! only, and restores the flags before anything else runs; the socket was
@@ -113,6 +113,12 @@ fn accept_parking(
             && *listening.get_or_insert_with(|| is_listening(fd))
         {
             eagain()
+        } else if super::listener::may_be_shared(e)
+            && *listening.get_or_insert_with(|| is_listening(fd))
+        {
+            // Another process may take the connection first: the blocking
+            // accept waits on a helper thread, not on the worker.
+            super::listener::accept_on_pool(fd, addr, len, flags)
         } else {
             // SAFETY: the caller's accept4 contract.
             unsafe { real::accept4(fd, addr, len, flags) as isize }
@@ -177,6 +183,9 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, proto: c_int) -> c_int
             (TIMEO_NONE, TIMEO_NONE),
             tcp,
         );
+        if let Some(e) = fdtable::get(fd) {
+            super::listener::note_own(e);
+        }
     }
     fd
 }

@@ -66,6 +66,9 @@ pub struct FdPolicy {
     /// SOCK_STREAM and protocol 0 or IPPROTO_TCP, or accepted from one):
     /// a read that returns less than asked emptied it (`hooks/drained.rs`).
     pub tcp: AtomicBool,
+    /// The process's child-process generation when it made this socket
+    /// with `socket` (0: not made here): `hooks/listener.rs`.
+    pub own_gen: AtomicU64,
     /// Which file the fd named when a call of generation `file_gen` last
     /// parked on it (`same_file`): an fd replaced behind corun's back is
     /// noticed before a call waits on the old file's registration.
@@ -102,6 +105,7 @@ impl FdPolicy {
         self.snd_timeo.store(0, Ordering::Relaxed);
         self.shared.store(false, Ordering::Relaxed);
         self.tcp.store(false, Ordering::Relaxed);
+        self.own_gen.store(0, Ordering::Relaxed);
     }
 
     /// Copies what was learned about `other` (dup: the new fd shares the

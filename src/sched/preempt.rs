@@ -245,9 +245,10 @@ fn monitor(rt: &'static Runtime) {
     let slice = SLICE_NS.load(Ordering::Relaxed);
     let granularity = GRANULARITY_NS.min(slice);
     let idle_tick = (slice / 2).max(granularity);
-    // Per worker: the (task, switch count) last seen, and since when.
-    let mut seen: Vec<(u64, u64, u64)> = vec![(0, 0, 0); rt.workers.len()];
-    // While a run is in progress (one seen at two samples, or a
+    // Per worker: the run last seen, since when, and its thread's CPU
+    // time then.
+    let mut seen: Vec<Seen> = vec![Seen::default(); rt.workers.len()];
+    // While a run is in progress (one seen computing at two samples, or a
     // preemption made within the last slice): sleep to the sooner of a
     // granularity and the first due timer of a worker running something
     // with others waiting (200 us at least). Otherwise half a slice: a
@@ -283,9 +284,9 @@ fn monitor(rt: &'static Runtime) {
             // A signal left pending for a run the trampoline could not
             // redirect (`redirect_for_signals`) is handed over by a
             // preemption even on a worker with nothing else to run.
-            let held = id != 0 && (seen[i].0, seen[i].1) == (id, sw);
+            let held = id != 0 && seen[i].is(id, sw);
             let signal_waits = held
-                && now.saturating_sub(seen[i].2) >= granularity
+                && now.saturating_sub(seen[i].since) >= granularity
                 && super::signals::WORK.load(Ordering::Relaxed)
                 && has_deliverable(id);
             let cancel_waits = held && async_cancel_due(id);
@@ -294,18 +295,32 @@ fn monitor(rt: &'static Runtime) {
                 // coroutine that computes costs no faster sampling). The
                 // run keeps its start, for `signal_waits` at a later tick.
                 if !held {
-                    seen[i] = (id, sw, now);
+                    seen[i] = Seen::new(id, sw, now, None);
                 }
                 continue;
             }
             let next = NEXT_TIMER[w.index].load(Ordering::Relaxed);
             first_due = first_due.min(next);
-            if (seen[i].0, seen[i].1) != (id, sw) {
-                seen[i] = (id, sw, now);
+            if !held {
+                // A run seen for the first time: its thread's CPU time
+                // from now on tells whether it computes.
+                seen[i] = Seen::new(id, sw, now, worker_cpu_ns(w));
                 continue;
             }
-            long_run = true;
-            let ran = now.saturating_sub(seen[i].2);
+            // How long the run has computed: its thread's CPU time since
+            // it was first seen, not the time since then. A worker thread
+            // that waits for a CPU (a loaded machine: the kernel runs
+            // other threads) does not compute, and the kernel already
+            // shares the CPU out; preempting the run it was in would only
+            // cost a request, a /proc read and a signal each tick (16% of
+            // an Apache child's CPU on a machine with a load of 20).
+            let ran = match (seen[i].cpu, worker_cpu_ns(w)) {
+                (Some(c0), Some(c1)) => c1.saturating_sub(c0),
+                _ => now.saturating_sub(seen[i].since),
+            };
+            if ran >= COMPUTES_NS {
+                long_run = true;
+            }
             // A signal to hand to a coroutine is as urgent as a due timer,
             // and so is a thread that woke (or was made) and waits behind
             // the run, as the kernel lets a thread that wakes preempt one
@@ -328,6 +343,42 @@ fn monitor(rt: &'static Runtime) {
         }
         busy = long_run.then_some(first_due);
     }
+}
+
+/// CPU time a run has taken over at least one monitor tick before the
+/// monitor samples at the finer period (`GRANULARITY_NS`).
+const COMPUTES_NS: u64 = GRANULARITY_NS / 4;
+
+/// A run the monitor saw: the task and the switch count that name it, when
+/// it was first seen, and its worker thread's CPU time then (None: first
+/// seen alone on its worker, where it is not read, or the clock could not
+/// be read; the time since then counts instead, as for a lone run with a
+/// signal to hand over).
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    id: u64,
+    sw: u64,
+    since: u64,
+    cpu: Option<u64>,
+}
+
+impl Seen {
+    fn new(id: u64, sw: u64, since: u64, cpu: Option<u64>) -> Self {
+        Seen { id, sw, since, cpu }
+    }
+
+    fn is(&self, id: u64, sw: u64) -> bool {
+        (self.id, self.sw) == (id, sw)
+    }
+}
+
+/// The CPU time of worker `w`'s thread (one clock_gettime).
+fn worker_cpu_ns(w: &Worker) -> Option<u64> {
+    let tid = w.tid.load(Ordering::Relaxed);
+    if tid <= 0 {
+        return None;
+    }
+    super::cpuclock::thread_cpu_ns(tid)
 }
 
 /// The trampoline left a kick's signals pending (no safe point): the

@@ -59,6 +59,7 @@ fn is_child(pid: libc::pid_t) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn popen(cmd: *const c_char, mode: *const c_char) -> *mut FILE {
+    crate::hooks::listener::child_made();
     // SAFETY: the caller's popen contract.
     let f = unsafe { real::popen(cmd, mode) };
     if !f.is_null() {

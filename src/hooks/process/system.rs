@@ -144,6 +144,7 @@ fn spawn_shell(
 
 #[no_mangle]
 pub unsafe extern "C" fn system(cmd: *const c_char) -> c_int {
+    crate::hooks::listener::child_made();
     if cmd.is_null() || !crate::sched::parking() {
         // SAFETY: the caller's system contract.
         return unsafe { real::system(cmd) };
