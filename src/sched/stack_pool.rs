@@ -119,7 +119,12 @@ impl Worker {
             return shared_stack(size);
         }
         let mut pool = shared();
-        let s = pool.get(size)?;
+        // A slab may be mapped here: the address space's lock, taken for
+        // writing, waits for the other workers' page faults.
+        let s = {
+            let _own = super::worker::OwnWait::enter();
+            pool.get(size)?
+        };
         for _ in 1..BATCH {
             match pool.take_idle(size) {
                 Some(more) => local.put(more),

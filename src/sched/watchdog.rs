@@ -231,7 +231,7 @@ fn run(rt: &'static Runtime) {
 /// compute for 100 ms at a time).
 fn blocked_in_kernel(w: &Worker) -> bool {
     let tid = w.tid.load(Ordering::Relaxed);
-    if tid <= 0 {
+    if tid <= 0 || w.own_wait.load(Ordering::Relaxed) != 0 {
         return false;
     }
     let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else {

@@ -37,7 +37,9 @@
 //! stack pool each have a file of their own (docs/ARCHITECTURE.md §4).
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::Arc;
 
 use crossbeam_deque::{Injector, Stealer, Worker as Deque};
@@ -122,6 +124,10 @@ pub struct Worker {
     pub woken_waiting: AtomicBool,
     /// Tasks run (a heartbeat for the watchdog and for stats).
     pub switches: AtomicU64,
+    /// The worker's thread may sleep in the kernel for corun itself (a
+    /// contended lock of corun's own, the mapping of a stack slab), nested
+    /// count: the watchdog does not take that sleep for a stall (`OwnWait`).
+    pub own_wait: AtomicU32,
     /// Generation of the kernel signal mask this worker's thread has
     /// (`signals.rs`, `sigmask.rs`).
     pub sig_epoch: AtomicU64,
@@ -199,6 +205,39 @@ pub fn current_worker() -> Option<&'static Worker> {
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
+/// While alive, the calling worker's thread may sleep in the kernel on
+/// corun's own account: waiting for a lock of corun's another thread holds
+/// (the holder runs, or is itself a stalled worker, reported as such), or
+/// for the address space's lock in the `mmap` of a stack slab. The
+/// watchdog judges a worker asleep in the kernel blocked "where corun
+/// cannot see"; on a loaded machine, with the lock's holder descheduled,
+/// such a sleep lasted over 100 ms and was reported (`watchdog.rs`).
+pub(super) struct OwnWait(Option<&'static Worker>);
+
+impl OwnWait {
+    #[inline]
+    pub(super) fn enter() -> Self {
+        let w = current_worker();
+        if let Some(w) = w {
+            // Only this thread writes it (a signal handler that nests
+            // restores it before the interrupted code goes on).
+            let n = w.own_wait.load(Ordering::Relaxed);
+            w.own_wait.store(n + 1, Ordering::Relaxed);
+        }
+        OwnWait(w)
+    }
+}
+
+impl Drop for OwnWait {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(w) = self.0 {
+            let n = w.own_wait.load(Ordering::Relaxed);
+            w.own_wait.store(n.saturating_sub(1), Ordering::Relaxed);
+        }
+    }
+}
+
 impl Worker {
     /// Sets the running task of the worker's thread (`CURRENT`) from the
     /// scheduler, through the slot `attach` found.
@@ -261,6 +300,7 @@ impl Worker {
             load: AtomicUsize::new(0),
             tid: AtomicI32::new(0),
             running_id: AtomicU64::new(0),
+            own_wait: AtomicU32::new(0),
             running_since: AtomicU64::new(0),
             running_start_addr: AtomicUsize::new(0),
             woken_waiting: AtomicBool::new(false),
