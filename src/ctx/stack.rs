@@ -34,6 +34,7 @@
 //! zeroes) by `scavenge`, which the worker calls when it is idle, a batch
 //! at a time, so the madvise and its TLB shoot-downs stay off the hot path.
 
+use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -181,12 +182,13 @@ impl Default for StackPool {
     }
 }
 
-/// Idle stacks of one usable size: a LIFO (the top is the most recently
+/// Idle stacks of one usable size: a LIFO (the back is the most recently
 /// used, hence most likely cached); entries below `clean_below` are known
-/// released.
+/// released. A deque, so that a stack put under the others (`put_cold`)
+/// is not a shift of the whole pool at each start.
 struct SizeClass {
     size: usize,
-    idle: Vec<GuardedStack>,
+    idle: VecDeque<GuardedStack>,
     clean_below: usize,
 }
 
@@ -211,7 +213,7 @@ impl StackPool {
             None => {
                 self.classes.push(SizeClass {
                     size,
-                    idle: Vec::new(),
+                    idle: VecDeque::new(),
                     clean_below: 0,
                 });
                 self.classes.len() - 1
@@ -225,7 +227,7 @@ impl StackPool {
     pub fn get(&mut self, size: usize) -> std::io::Result<GuardedStack> {
         let size = round_size(size);
         let c = self.class(size);
-        if let Some(s) = c.idle.pop() {
+        if let Some(s) = c.idle.pop_back() {
             c.clean_below = c.clean_below.min(c.idle.len());
             return Ok(s);
         }
@@ -236,7 +238,7 @@ impl StackPool {
         // Only reached with no idle stack of this size: the fresh (clean)
         // ones become the whole list.
         debug_assert!(c.idle.is_empty());
-        c.idle = std::mem::take(&mut slab);
+        c.idle = VecDeque::from(std::mem::take(&mut slab));
         c.clean_below = c.idle.len();
         Ok(s)
     }
@@ -245,7 +247,7 @@ impl StackPool {
     pub fn take_idle(&mut self, size: usize) -> Option<GuardedStack> {
         let size = round_size(size);
         let c = self.classes.iter_mut().find(|c| c.size == size)?;
-        let s = c.idle.pop()?;
+        let s = c.idle.pop_back()?;
         c.clean_below = c.clean_below.min(c.idle.len());
         Some(s)
     }
@@ -253,7 +255,7 @@ impl StackPool {
     /// Takes back the stack of a finished coroutine.
     pub fn put(&mut self, stack: GuardedStack) {
         let c = self.class(stack.usable_size());
-        c.idle.push(stack);
+        c.idle.push_back(stack);
     }
 
     /// The most recently used idle stack of `size`, if a coroutine ran on
@@ -261,10 +263,10 @@ impl StackPool {
     pub fn take_recent(&mut self, size: usize) -> Option<GuardedStack> {
         let size = round_size(size);
         let c = self.classes.iter_mut().find(|c| c.size == size)?;
-        if c.idle.len() <= c.clean_below || !c.idle.last()?.dirty {
+        if c.idle.len() <= c.clean_below || !c.idle.back()?.dirty {
             return None;
         }
-        c.idle.pop()
+        c.idle.pop_back()
     }
 
     /// Takes back a stack that was handed out but not run on (reserved by
@@ -276,7 +278,7 @@ impl StackPool {
         if stack.dirty {
             c.idle.insert(c.clean_below, stack);
         } else {
-            c.idle.insert(0, stack);
+            c.idle.push_front(stack);
             c.clean_below += 1;
         }
     }

@@ -113,16 +113,23 @@ impl<T> RunQueue<T> {
     /// a server's wake-ups) it is the FIFO's pop.
     #[inline(always)]
     pub fn pop(&mut self, now: impl FnOnce() -> u64, max_wait: u64) -> Option<Turn<T>> {
-        if self.preempted.is_empty() && self.turns == 0 {
+        if self.preempted.is_empty() {
             self.others_since = None;
-            return self.q.pop_front().map(Turn::Ready);
+            if self.turns == 0 {
+                return self.q.pop_front().map(Turn::Ready);
+            }
+            return self.pop_woken_or_turn();
         }
-        self.pop_mixed(now, max_wait)
+        self.pop_beside_preempted(now, max_wait)
     }
 
-    /// `pop` when turns or preempted tasks wait.
+    /// `pop` when preempted tasks wait.
     #[inline(never)]
-    fn pop_mixed(&mut self, now: impl FnOnce() -> u64, max_wait: u64) -> Option<Turn<T>> {
+    fn pop_beside_preempted(
+        &mut self,
+        now: impl FnOnce() -> u64,
+        max_wait: u64,
+    ) -> Option<Turn<T>> {
         if !self.preempted.is_empty() {
             let overtake = match (self.has_woken(), self.others_since) {
                 (false, _) => true,
@@ -144,7 +151,7 @@ impl<T> RunQueue<T> {
 
     /// A ready task, or a turn when none is ready or one is owed: a ready
     /// task taken while a turn waited owes the next pick to a turn.
-    #[inline]
+    #[inline(always)]
     fn pop_woken_or_turn(&mut self) -> Option<Turn<T>> {
         if self.turns == 0 {
             return self.q.pop_front().map(Turn::Ready);
