@@ -34,6 +34,7 @@
 //! zeroes) by `scavenge`, which the worker calls when it is idle, a batch
 //! at a time, so the madvise and its TLB shoot-downs stay off the hot path.
 
+use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -125,6 +126,12 @@ impl GuardedStack {
         self.low + self.len
     }
 
+    /// A coroutine is about to run on the stack: its pages may be
+    /// resident from now on (until `release_pages`).
+    pub fn mark_used(&mut self) {
+        self.dirty = true;
+    }
+
     /// Gives the usable pages back to the kernel; the range stays mapped and
     /// reads back as zeroes. The guard stays (DONTNEED keeps guard markers).
     pub fn release_pages(&mut self) {
@@ -175,12 +182,13 @@ impl Default for StackPool {
     }
 }
 
-/// Idle stacks of one usable size: a LIFO (the top is the most recently
+/// Idle stacks of one usable size: a LIFO (the back is the most recently
 /// used, hence most likely cached); entries below `clean_below` are known
-/// released.
+/// released. A deque, so that a stack put under the others (`put_cold`)
+/// is not a shift of the whole pool at each start.
 struct SizeClass {
     size: usize,
-    idle: Vec<GuardedStack>,
+    idle: VecDeque<GuardedStack>,
     clean_below: usize,
 }
 
@@ -205,7 +213,7 @@ impl StackPool {
             None => {
                 self.classes.push(SizeClass {
                     size,
-                    idle: Vec::new(),
+                    idle: VecDeque::new(),
                     clean_below: 0,
                 });
                 self.classes.len() - 1
@@ -219,21 +227,19 @@ impl StackPool {
     pub fn get(&mut self, size: usize) -> std::io::Result<GuardedStack> {
         let size = round_size(size);
         let c = self.class(size);
-        if let Some(mut s) = c.idle.pop() {
+        if let Some(s) = c.idle.pop_back() {
             c.clean_below = c.clean_below.min(c.idle.len());
-            s.dirty = true;
             return Ok(s);
         }
         let mut slab = GuardedStack::map_slab(size)?;
         self.slabs += 1;
-        let mut s = slab.pop().expect("a slab holds at least one stack");
+        let s = slab.pop().expect("a slab holds at least one stack");
         let c = self.class(size);
         // Only reached with no idle stack of this size: the fresh (clean)
         // ones become the whole list.
         debug_assert!(c.idle.is_empty());
-        c.idle = std::mem::take(&mut slab);
+        c.idle = VecDeque::from(std::mem::take(&mut slab));
         c.clean_below = c.idle.len();
-        s.dirty = true;
         Ok(s)
     }
 
@@ -241,16 +247,40 @@ impl StackPool {
     pub fn take_idle(&mut self, size: usize) -> Option<GuardedStack> {
         let size = round_size(size);
         let c = self.classes.iter_mut().find(|c| c.size == size)?;
-        let mut s = c.idle.pop()?;
+        let s = c.idle.pop_back()?;
         c.clean_below = c.clean_below.min(c.idle.len());
-        s.dirty = true;
         Some(s)
     }
 
     /// Takes back the stack of a finished coroutine.
     pub fn put(&mut self, stack: GuardedStack) {
         let c = self.class(stack.usable_size());
-        c.idle.push(stack);
+        c.idle.push_back(stack);
+    }
+
+    /// The most recently used idle stack of `size`, if a coroutine ran on
+    /// it and its pages were not released since (they may be cached).
+    pub fn take_recent(&mut self, size: usize) -> Option<GuardedStack> {
+        let size = round_size(size);
+        let c = self.classes.iter_mut().find(|c| c.size == size)?;
+        if c.idle.len() <= c.clean_below || !c.idle.back()?.dirty {
+            return None;
+        }
+        c.idle.pop_back()
+    }
+
+    /// Takes back a stack that was handed out but not run on (reserved by
+    /// a spawn, `take_recent` taken instead): at the bottom of the idle
+    /// ones if no coroutine ever ran on it (with the released ones, to be
+    /// handed out last), else under the used ones.
+    pub fn put_cold(&mut self, stack: GuardedStack) {
+        let c = self.class(stack.usable_size());
+        if stack.dirty {
+            c.idle.insert(c.clean_below, stack);
+        } else {
+            c.idle.push_front(stack);
+            c.clean_below += 1;
+        }
     }
 
     /// Whether `scavenge` may have work (idle stacks beyond the hot ones
@@ -338,8 +368,9 @@ mod tests {
     fn scavenge_releases_all_but_hot() {
         let mut pool = StackPool::new();
         let n = HOT + 40;
-        let stacks: Vec<_> = (0..n).map(|_| pool.get(16 * 1024).unwrap()).collect();
-        for s in &stacks {
+        let mut stacks: Vec<_> = (0..n).map(|_| pool.get(16 * 1024).unwrap()).collect();
+        for s in &mut stacks {
+            s.mark_used();
             // SAFETY: dirtying the top byte of each idle stack we own.
             unsafe { *((s.top() - 1) as *mut u8) = 1 };
         }
@@ -358,6 +389,35 @@ mod tests {
             .filter(|&&t| unsafe { *((t - 1) as *const u8) } == 0)
             .count();
         assert_eq!(zeroed, n - HOT);
+    }
+
+    #[test]
+    fn recent_stacks_first_and_unused_ones_last() {
+        let mut pool = StackPool::new();
+        let size = 16 * 1024;
+        let mut ran = pool.get(size).unwrap();
+        let reserved = pool.get(size).unwrap();
+        // Nothing ran on the pool's stacks yet: none is recent.
+        assert!(pool.take_recent(size).is_none());
+        ran.mark_used();
+        let ran_top = ran.top();
+        pool.put(ran);
+        let r = pool
+            .take_recent(size)
+            .expect("the stack a coroutine ran on");
+        assert_eq!(r.top(), ran_top);
+        // The reserved one, never run on, goes under every idle stack:
+        // the last one `get` hands out.
+        let reserved_top = reserved.top();
+        pool.put_cold(reserved);
+        assert!(pool.take_recent(size).is_none());
+        let n = pool.idle(size);
+        let all: Vec<_> = (0..n).map(|_| pool.get(size).unwrap()).collect();
+        assert_eq!(all.last().map(|s| s.top()), Some(reserved_top));
+        pool.put(r);
+        for s in all {
+            pool.put(s);
+        }
     }
 
     #[test]

@@ -39,7 +39,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::run_queue::{RunQueue, Turn};
+use super::run_queue::RunQueue;
 use super::task::{Task, TaskRef};
 use super::worker::Worker;
 
@@ -143,14 +143,14 @@ impl Worker {
 
     #[inline(never)]
     fn prefetch_ready(&self, rq: &RunQueue<TaskRef>) {
-        if let Some(Turn::Ready(t)) = rq.get(1) {
+        if let Some(t) = rq.ready(1) {
             let p = std::sync::Arc::as_ptr(t) as usize;
             // The Arc's counts sit before the Task: start a line early.
             for i in 0..TASK_LINES {
                 prefetch(p.wrapping_sub(LINE) + i * LINE);
             }
         }
-        if let Some(Turn::Ready(t)) = rq.get(0) {
+        if let Some(t) = rq.ready(0) {
             self.prefetch_task_memory(t);
         }
     }

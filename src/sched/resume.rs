@@ -103,8 +103,8 @@ impl Worker {
         t.set_home(self.index);
         // SAFETY: as above.
         let stack = unsafe { (*t.stack.get()).take() };
-        let stack = match stack {
-            Some(s) => s,
+        let mut stack = match stack {
+            Some(s) => self.recent_stack(s),
             None => match self.get_stack(t.stack_size) {
                 Ok(s) => s,
                 Err(_) => {
@@ -114,6 +114,7 @@ impl Worker {
                 }
             },
         };
+        stack.mark_used();
         if t.ident.own_tls.get() && t.ident.tp.get() == 0 {
             match tls::ThreadBlock::new(self.tid.load(Ordering::Relaxed)) {
                 Some(b) => {

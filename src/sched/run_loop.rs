@@ -1,10 +1,10 @@
 //! The scheduler loop a worker runs: which task next, when to poll, when
 //! to steal, when to sleep.
 //!
-//! Run a task from the queues, in order: the local run queue is FIFO, and
-//! a never-run task (spawned here, or placed here by another thread and
-//! adopted every `POLL_EVERY` tasks) takes its turn in it
-//! (`run_queue.rs`); every `POLL_EVERY` tasks, or when there is
+//! Run a task from the queues, in order: the local run queue, whose ready
+//! tasks are FIFO and alternate with the turns of never-run tasks (spawned
+//! here, or placed here by another thread and adopted every `POLL_EVERY`
+//! tasks), a ready one first (`run_queue.rs`); every `POLL_EVERY` tasks, or when there is
 //! nothing to run, poll the netpoller (without blocking when work remains)
 //! and fire expired timers; when idle, steal never-run tasks from the
 //! others, watch the shared queues a few microseconds if another worker

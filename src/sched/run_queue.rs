@@ -1,19 +1,32 @@
 //! A worker's local run queue: tasks that have run before and are ready to
-//! run again, and the turns of never-run tasks. FIFO, so a coroutine that
-//! yields goes behind everyone who was ready before it. Only the owning
-//! worker touches it; tasks woken from other threads arrive through the
-//! worker's inbox first (`worker.rs`).
+//! run again, and the turns of never-run tasks. The ready ones are FIFO,
+//! so a coroutine that yields goes behind everyone who was ready before
+//! it. Only the owning worker touches it; tasks woken from other threads
+//! arrive through the worker's inbox first (`worker.rs`).
 //!
 //! Never-run tasks wait in the worker's stealable deque (`fresh`), not
 //! here: an idle worker may take them. A spawn, or a never-run task moved
-//! to this worker, leaves a *turn* here, and the scheduler takes the
-//! oldest never-run task when it reaches it: a new connection's coroutine
-//! waits one round of the ready tasks, as a thread would be scheduled,
-//! instead of a turn every `POLL_EVERY` tasks. At 10,000 busy connections
-//! that rule started new ones at 1/61 of the task rate, so the last ones
-//! sent their first request seconds before it was read. A turn whose task
-//! was taken elsewhere meanwhile (stolen, or by a joiner) finds another
-//! never-run task or none, and is skipped.
+//! to this worker, leaves a *turn* here (a count: the turn names no task),
+//! and the scheduler takes the oldest never-run task when a turn comes
+//! up. A turn whose task was taken elsewhere meanwhile (stolen, or by a
+//! joiner) finds another never-run task or none, and is skipped.
+//!
+//! Woken first, bounded: when both a ready task and a turn wait, they
+//! alternate, a ready task first (`pop`). A burst of never-run tasks then
+//! no longer holds back the tasks that woke behind it: 100,000 sleepers
+//! spawned at once, each sleeping 1 ms, all started before the first woken
+//! one ran, so all 100,000 tasks and stacks were live at once and each
+//! was cold in the caches by its second run; alternating, the woken ones
+//! end while the others start, and the stacks and task blocks they free
+//! are the ones the next starts and spawns take, still in the caches. The
+//! bound keeps the turns' share: a never-run task waits at most as many
+//! ready tasks as there are turns ahead of it (not the whole round of
+//! ready tasks, as in one FIFO), so new connections among 10,000 busy ones
+//! start at half the task rate at least. (Turns once came only every
+//! `POLL_EVERY` tasks: at 10,000 busy connections the last ones sent
+//! their first request seconds before it was read.) Go's scheduler runs a
+//! new goroutine before the queue (`runnext`); a ready task first keeps
+//! a server's request in flight ahead of a connection not yet served.
 //!
 //! Preempted coroutines (`preempt.rs`) wait in a second FIFO, behind
 //! everything that woke, yielded or was spawned: the kernel runs a thread
@@ -43,7 +56,13 @@ pub enum Turn<T> {
 }
 
 pub struct RunQueue<T> {
-    q: VecDeque<Turn<T>>,
+    /// Tasks that woke, yielded or were queued to run as they are.
+    q: VecDeque<T>,
+    /// Turns of never-run tasks.
+    turns: usize,
+    /// A ready task was taken while a turn waited: the next pick is a
+    /// turn, if one still waits and a ready task does too.
+    turn_owed: bool,
     /// Preempted tasks.
     preempted: VecDeque<T>,
     /// Since when (ns) the others have been taken ahead of a waiting
@@ -55,6 +74,8 @@ impl<T> Default for RunQueue<T> {
     fn default() -> Self {
         RunQueue {
             q: VecDeque::with_capacity(256),
+            turns: 0,
+            turn_owed: false,
             preempted: VecDeque::new(),
             others_since: None,
         }
@@ -68,13 +89,14 @@ impl<T> RunQueue<T> {
 
     #[inline]
     pub fn push(&mut self, t: T) {
-        self.q.push_back(Turn::Ready(t));
+        self.q.push_back(t);
     }
 
-    /// A never-run task was queued: its turn comes after what is ready now.
+    /// A never-run task was queued: its turn comes after the turns queued
+    /// before it, alternating with the ready tasks (`pop`).
     #[inline]
     pub fn push_fresh_turn(&mut self) {
-        self.q.push_back(Turn::Fresh);
+        self.turns += 1;
     }
 
     /// A preempted task: it runs after the others (`pop`).
@@ -83,20 +105,39 @@ impl<T> RunQueue<T> {
         self.preempted.push_back(t);
     }
 
-    /// The next entry: the oldest of the woken, yielded and spawned ones;
-    /// the oldest preempted task when nothing else is queued, or when the
-    /// others have been taken ahead of it for `max_wait` in a row by
-    /// `now()`. `now` is read only when both kinds wait.
-    #[inline]
+    /// The next entry: a ready task or a turn, alternating when both wait
+    /// (`pop_woken_or_turn`); the oldest preempted task when nothing else
+    /// is queued, or when the others have been taken ahead of it for
+    /// `max_wait` in a row by `now()`. `now` is read only when both kinds
+    /// wait. Inlined at every switch: with ready tasks alone (a yield,
+    /// a server's wake-ups) it is the FIFO's pop.
+    #[inline(always)]
     pub fn pop(&mut self, now: impl FnOnce() -> u64, max_wait: u64) -> Option<Turn<T>> {
+        if self.preempted.is_empty() {
+            self.others_since = None;
+            if self.turns == 0 {
+                return self.q.pop_front().map(Turn::Ready);
+            }
+            return self.pop_woken_or_turn();
+        }
+        self.pop_beside_preempted(now, max_wait)
+    }
+
+    /// `pop` when preempted tasks wait.
+    #[inline(never)]
+    fn pop_beside_preempted(
+        &mut self,
+        now: impl FnOnce() -> u64,
+        max_wait: u64,
+    ) -> Option<Turn<T>> {
         if !self.preempted.is_empty() {
-            let overtake = match (self.q.is_empty(), self.others_since) {
-                (true, _) => true,
-                (false, None) => {
+            let overtake = match (self.has_woken(), self.others_since) {
+                (false, _) => true,
+                (true, None) => {
                     self.others_since = Some(now());
                     false
                 }
-                (false, Some(since)) => now().saturating_sub(since) >= max_wait,
+                (true, Some(since)) => now().saturating_sub(since) >= max_wait,
             };
             if overtake {
                 self.others_since = None;
@@ -105,36 +146,54 @@ impl<T> RunQueue<T> {
         } else {
             self.others_since = None;
         }
-        self.q.pop_front()
+        self.pop_woken_or_turn()
+    }
+
+    /// A ready task, or a turn when none is ready or one is owed: a ready
+    /// task taken while a turn waited owes the next pick to a turn.
+    #[inline(always)]
+    fn pop_woken_or_turn(&mut self) -> Option<Turn<T>> {
+        if self.turns == 0 {
+            return self.q.pop_front().map(Turn::Ready);
+        }
+        if !self.turn_owed || self.q.is_empty() {
+            if let Some(t) = self.q.pop_front() {
+                self.turn_owed = true;
+                return Some(Turn::Ready(t));
+            }
+        }
+        self.turn_owed = false;
+        self.turns -= 1;
+        Some(Turn::Fresh)
     }
 
     /// Whether every queued entry is a preempted task (and one is).
     #[inline]
     pub fn only_preempted(&self) -> bool {
-        self.q.is_empty() && !self.preempted.is_empty()
+        !self.has_woken() && !self.preempted.is_empty()
     }
 
     /// Whether a task that woke, yielded or was spawned waits (preempted
     /// ones aside): what a computing coroutine is preempted early for.
     #[inline]
     pub fn has_woken(&self) -> bool {
-        !self.q.is_empty()
+        !self.q.is_empty() || self.turns != 0
     }
 
-    /// The entry `i` places from the front of the woken ones (preempted
-    /// tasks run after them), without taking it.
+    /// The ready task `i` places from the front (turns and preempted tasks
+    /// aside), without taking it: what to prefetch.
     #[inline]
-    pub fn get(&self, i: usize) -> Option<&Turn<T>> {
+    pub fn ready(&self, i: usize) -> Option<&T> {
         self.q.get(i)
     }
 
     /// Entries, turns and preempted tasks included.
     pub fn len(&self) -> usize {
-        self.q.len() + self.preempted.len()
+        self.q.len() + self.turns + self.preempted.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.q.is_empty() && self.preempted.is_empty()
+        self.len() == 0
     }
 }
 
@@ -183,15 +242,72 @@ mod tests {
         assert_eq!(q.pop(|| 0, 50), None);
     }
 
+    fn drain(q: &mut RunQueue<i32>) -> Vec<Turn<i32>> {
+        std::iter::from_fn(|| q.pop(|| 0, u64::MAX)).collect()
+    }
+
     #[test]
-    fn a_fresh_turn_keeps_its_place() {
+    fn turns_alternate_with_ready_tasks_a_ready_one_first() {
+        let mut q = RunQueue::new();
+        for _ in 0..3 {
+            q.push_fresh_turn();
+        }
+        q.push(1);
+        q.push(2);
+        assert_eq!(q.len(), 5);
+        use Turn::{Fresh, Ready};
+        // Queued behind three turns, the ready tasks still go first, one
+        // turn between them; the turns left then run in a row.
+        assert_eq!(drain(&mut q), [Ready(1), Fresh, Ready(2), Fresh, Fresh]);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_turn_waits_for_at_most_one_ready_task_per_turn_ahead() {
+        // Ready tasks that keep coming (yields) cannot hold a turn back.
+        let mut q = RunQueue::new();
+        q.push(0);
+        q.push_fresh_turn();
+        q.push_fresh_turn();
+        let mut ready_before_last_turn = 0;
+        let mut turns = 0;
+        while turns < 2 {
+            match q.pop(|| 0, u64::MAX).unwrap() {
+                Turn::Ready(t) => {
+                    ready_before_last_turn += 1;
+                    q.push(t);
+                }
+                Turn::Fresh => turns += 1,
+            }
+        }
+        assert_eq!(ready_before_last_turn, 2);
+        assert_eq!(q.pop(|| 0, u64::MAX), Some(Turn::Ready(0)));
+    }
+
+    #[test]
+    fn a_turn_owed_is_not_kept_once_turns_run_out() {
         let mut q = RunQueue::new();
         q.push(1);
         q.push_fresh_turn();
-        q.push(2);
         assert_eq!(q.pop(|| 0, u64::MAX), Some(Turn::Ready(1)));
         assert_eq!(q.pop(|| 0, u64::MAX), Some(Turn::Fresh));
-        assert_eq!(q.pop(|| 0, u64::MAX), Some(Turn::Ready(2)));
-        assert_eq!(q.pop(|| 0, u64::MAX), None);
+        // No turn owed now: a new turn comes after a ready task again.
+        q.push_fresh_turn();
+        q.push(2);
+        q.push(3);
+        use Turn::{Fresh, Ready};
+        assert_eq!(drain(&mut q), [Ready(2), Fresh, Ready(3)]);
+    }
+
+    #[test]
+    fn turns_count_as_woken_against_preempted_tasks() {
+        let mut q = RunQueue::new();
+        q.push_preempted(10);
+        q.push_fresh_turn();
+        assert!(q.has_woken());
+        assert!(!q.only_preempted());
+        assert_eq!(q.pop(|| 100, 50), Some(Turn::Fresh));
+        assert!(q.only_preempted());
+        assert_eq!(q.pop(|| unreachable!(), 50), Some(Turn::Ready(10)));
     }
 }
