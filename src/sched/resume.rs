@@ -40,9 +40,8 @@ impl Worker {
         let coro = unsafe { &mut *t.coro.get() };
         let co = coro.as_mut().expect("coroutine just made");
         t.set_running();
-        let (guard, top) = co.bounds();
         let record = self.overflow_record();
-        record.set(overflow::Running::new(t.id, guard, top));
+        record.set(co.overflow_record());
         self.running_id.store(t.id, Ordering::Relaxed);
         self.running_start_addr
             .store(t.start_addr, Ordering::Relaxed);
@@ -60,7 +59,7 @@ impl Worker {
         t.ident.cpu.suspended();
         self.set_current_task(std::ptr::null());
         self.running_id.store(0, Ordering::Relaxed);
-        record.set(overflow::Running::NONE);
+        record.set(std::ptr::null());
         // Only this thread writes it: no read-modify-write needed.
         self.switches
             .store(self.switches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -129,7 +128,7 @@ impl Worker {
         let wp: *const Worker = self;
         let (guard, top) = (stack.guard_range(), stack.top());
         t.debug.set_stack(guard.1, top);
-        *coro = Some(Coroutine::new(stack, move |y: &Yielder| {
+        *coro = Some(Coroutine::new(t.id, stack, move |y: &Yielder| {
             // SAFETY: the scheduler holds a TaskRef while the task runs,
             // and the body only runs while the task runs.
             let task = unsafe { &*tp };
@@ -141,7 +140,11 @@ impl Worker {
                 // never moves); then libc's per-thread state.
                 WORKER::set(wp as usize);
                 CURRENT::set(tp as usize);
-                overflow::set_running(task.id, guard, top);
+                // SAFETY: only the home worker touches `coro`; it holds
+                // this coroutine, made before its first resume.
+                if let Some(c) = unsafe { (*task.coro.get()).as_ref() } {
+                    overflow::set_running(c.overflow_record());
+                }
                 tls::start_thread();
             }
             // A signal made pending for it before it ran.
