@@ -57,10 +57,11 @@
 //!
 //! `set_thread_pointer` is one `wrfsbase` (~6 ns) where the kernel allows
 //! it (`AT_HWCAP2` bit 1), else the `arch_prctl(ARCH_SET_FS)` syscall. The
-//! compiler treats the thread pointer as constant inside a function, so the
-//! switch and the resume live in one function of their own that touches no
-//! TLS (`sched/resume.rs`, `resume_as`): every TLS address on either side is
-//! computed with the right thread pointer installed.
+//! compiler treats the thread pointer as constant inside a function, so
+//! nothing between installing a coroutine's and putting the worker's back
+//! touches TLS (`sched/resume.rs`, `run_task_inline`: the two installs and
+//! the resume only): a TLS address the scheduler computed anywhere else in
+//! the function is the worker's, which is installed wherever it is used.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};

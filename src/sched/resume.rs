@@ -50,9 +50,24 @@ impl Worker {
         self.woken_waiting.store(woken, Ordering::Relaxed);
         self.set_current_task(tp);
         t.ident.cpu.resumed(self.tid.load(Ordering::Relaxed));
+        // A thread block of its own: its thread pointer is installed for
+        // as long as it runs (docs/ARCHITECTURE.md §9.1). Inline, so that
+        // a switch into such a thread is not a call that saves again the
+        // registers the coroutine switch clobbers (a separate function
+        // did: 45 instructions more a yield than with the worker's TLS).
+        // Nothing between the two installs touches TLS: the compiler,
+        // which takes the thread pointer as constant within a function,
+        // can only have computed TLS addresses under the worker's own,
+        // which is back when they are used.
         let own_tp = t.ident.tp.get();
         let r = if own_tp != 0 {
-            resume_as(co, own_tp, self.local.tp.get())
+            // SAFETY: `own_tp` is the task's live block; no TLS is used
+            // until the worker's own is back, just after.
+            unsafe { tls::set_thread_pointer(own_tp) };
+            let r = co.resume();
+            // SAFETY: this thread's own thread pointer.
+            unsafe { tls::set_thread_pointer(self.local.tp.get()) };
+            r
         } else {
             co.resume()
         };
@@ -195,19 +210,4 @@ impl Worker {
             w.wake();
         }
     }
-}
-
-/// Resumes `co` with its own thread pointer `tp` installed, then puts the
-/// worker's (`home`) back. Kept out of line and free of TLS accesses: the
-/// compiler treats the thread pointer as constant within a function, so a
-/// TLS address computed here could belong to the wrong thread.
-#[inline(never)]
-fn resume_as(co: &mut Coroutine, tp: usize, home: usize) -> Resumed {
-    // SAFETY: `tp` is the coroutine's live block; nothing below uses TLS
-    // until `home`, this thread's own, is back.
-    unsafe { tls::set_thread_pointer(tp) };
-    let r = co.resume();
-    // SAFETY: as above.
-    unsafe { tls::set_thread_pointer(home) };
-    r
 }
