@@ -4,6 +4,7 @@
 //! itself through its `Yielder` (to park) or returns. Nothing crosses the
 //! switch but control: wake-up reasons live in the task, not in the switch.
 
+use super::overflow::Running;
 use super::stack::GuardedStack;
 
 /// The handle a running coroutine suspends itself with.
@@ -22,11 +23,16 @@ pub struct Coroutine {
     inner: corosensei::Coroutine<(), (), (), GuardedStack>,
     stack_top: usize,
     guard: (usize, usize),
+    /// What the overflow handler reports while this coroutine runs
+    /// (`overflow::set_running`); it does not move once the coroutine is
+    /// stored where it stays.
+    record: Running,
 }
 
 impl Coroutine {
     /// Prepares `body` to run on `stack`; nothing runs until `resume`.
-    pub fn new<F>(stack: GuardedStack, body: F) -> Coroutine
+    /// `id` names the coroutine in an overflow report.
+    pub fn new<F>(id: u64, stack: GuardedStack, body: F) -> Coroutine
     where
         F: FnOnce(&Yielder) + 'static,
     {
@@ -36,7 +42,15 @@ impl Coroutine {
             inner: corosensei::Coroutine::with_stack(stack, move |y: &Yielder, ()| body(y)),
             stack_top,
             guard,
+            record: Running::new(id, guard, stack_top),
         }
+    }
+
+    /// The record `overflow::set_running` takes while this coroutine runs:
+    /// valid as long as the coroutine stays where it is.
+    #[inline]
+    pub fn overflow_record(&self) -> *const Running {
+        &self.record
     }
 
     /// Runs the coroutine until it suspends or finishes.
@@ -80,7 +94,7 @@ mod tests {
         let hits = Rc::new(Cell::new(0));
         let h = hits.clone();
         let stack = GuardedStack::map_slab(64 * 1024).unwrap().pop().unwrap();
-        let mut co = Coroutine::new(stack, move |y| {
+        let mut co = Coroutine::new(1, stack, move |y| {
             h.set(1);
             y.suspend(());
             h.set(2);

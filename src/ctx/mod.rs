@@ -8,6 +8,7 @@ pub mod robust;
 pub mod setxid;
 pub mod stack;
 pub mod tls;
+pub mod tls_storage;
 
 pub use coroutine::{Coroutine, Resumed, Yielder};
 pub use stack::{GuardedStack, StackPool};

@@ -5,7 +5,9 @@
 //! handler runs on an alternate signal stack, so every worker thread gets one
 //! (`install_altstack`) and the SIGSEGV/SIGBUS handler is installed with
 //! SA_ONSTACK. The handler reads which coroutine runs on this thread (a plain
-//! thread-local written before every resume) and, when the faulting address
+//! thread-local written before every resume: the address of the running
+//! coroutine's record, which its `Coroutine` holds, one store a switch
+//! rather than the record's four words) and, when the faulting address
 //! is in or just below that coroutine's guard page, prints
 //!
 //! ```text
@@ -58,7 +60,8 @@ pub struct Running {
 }
 
 std::thread_local! {
-    static RUNNING: Cell<Running> = const { Cell::new(Running::NONE) };
+    /// The running coroutine's record, or null.
+    static RUNNING: Cell<*const Running> = const { Cell::new(std::ptr::null()) };
 }
 
 impl Running {
@@ -83,22 +86,24 @@ impl Running {
     };
 }
 
-/// Records which coroutine is about to run on this thread.
+/// Records which coroutine is about to run on this thread: `r` (its
+/// `Coroutine::overflow_record`) must stay valid while it runs here.
 #[inline]
-pub fn set_running(id: u64, guard: (usize, usize), top: usize) {
-    RUNNING.set(Running::new(id, guard, top));
+pub fn set_running(r: *const Running) {
+    RUNNING.set(r);
 }
 
 /// Records that no coroutine runs on this thread.
 #[inline]
 pub fn clear_running() {
-    RUNNING.set(Running::NONE);
+    RUNNING.set(std::ptr::null());
 }
 
-/// This thread's record, for a scheduler that writes it at every switch
-/// without a thread-local lookup each time (valid as long as the thread).
-pub fn running_slot() -> *const Cell<Running> {
-    RUNNING.with(|r| r as *const Cell<Running>)
+/// This thread's record slot, for a scheduler that writes it at every
+/// switch without a thread-local lookup each time (valid as long as the
+/// thread).
+pub fn running_slot() -> *const Cell<*const Running> {
+    RUNNING.with(|r| r as *const Cell<*const Running>)
 }
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
@@ -231,7 +236,14 @@ fn bigger_size(size: usize) -> (u64, &'static [u8]) {
 }
 
 extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    let r = RUNNING.get();
+    let p = RUNNING.get();
+    // SAFETY: a record set for the running coroutine lives in its
+    // `Coroutine`, which the scheduler keeps while it runs (`set_running`).
+    let r = if p.is_null() {
+        Running::NONE
+    } else {
+        unsafe { *p }
+    };
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
     if r.id != 0 && addr < r.guard_hi && addr + BELOW_GUARD_SLACK >= r.guard_lo {

@@ -35,6 +35,11 @@
 //! match, one line on stderr says so and coroutines keep sharing their
 //! worker's TLS, as before.
 //!
+//! The storage is a slot of `tls_storage.rs` (fresh zero pages, the
+//! thread pointer placed so that what a coroutine writes is one page),
+//! given to `_dl_allocate_tls(tp)`; ld.so's own malloc'd storage
+//! (`_dl_allocate_tls(NULL)`) only if ld.so cannot tell its static TLS size.
+//!
 //! # Reuse
 //!
 //! glibc frees a thread's malloc cache (tcache) at thread exit with an
@@ -52,10 +57,11 @@
 //!
 //! `set_thread_pointer` is one `wrfsbase` (~6 ns) where the kernel allows
 //! it (`AT_HWCAP2` bit 1), else the `arch_prctl(ARCH_SET_FS)` syscall. The
-//! compiler treats the thread pointer as constant inside a function, so the
-//! switch and the resume live in one function of their own that touches no
-//! TLS (`sched/resume.rs`, `resume_as`): every TLS address on either side is
-//! computed with the right thread pointer installed.
+//! compiler treats the thread pointer as constant inside a function, so
+//! nothing between installing a coroutine's and putting the worker's back
+//! touches TLS (`sched/resume.rs`, `run_task_inline`: the two installs and
+//! the resume only): a TLS address the scheduler computed anywhere else in
+//! the function is the worker's, which is installed wherever it is used.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -347,8 +353,21 @@ impl ThreadBlock {
             // SAFETY: a block of ours, idle, owned by nobody else now.
             Some(tp) => unsafe { renew(g, tp) }?,
             None => {
-                // SAFETY: NULL asks ld.so to allocate the storage too.
-                let tp = unsafe { (g.allocate)(std::ptr::null_mut()) } as usize;
+                let tp = if super::tls_storage::in_use() {
+                    // A zeroed slot of ours (`tls_storage.rs`): ld.so makes
+                    // the DTV and copies the modules' TLS images.
+                    let slot = super::tls_storage::take()?;
+                    // SAFETY: `slot` is a fresh block's thread pointer,
+                    // aligned, with the static TLS size free on both sides.
+                    let tp = unsafe { (g.allocate)(slot as *mut c_void) } as usize;
+                    if tp == 0 {
+                        super::tls_storage::give_back(slot);
+                    }
+                    tp
+                } else {
+                    // SAFETY: NULL asks ld.so to allocate the storage too.
+                    unsafe { (g.allocate)(std::ptr::null_mut()) as usize }
+                };
                 if tp == 0 {
                     return None;
                 }
@@ -399,9 +418,15 @@ impl ThreadBlock {
         }
         drop(pool);
         if let Some(g) = glibc() {
+            let own = super::tls_storage::in_use();
             // SAFETY: our block, unused from now on; `true` frees the
-            // storage ld.so allocated. (Its malloc cache leaks: see the top.)
-            unsafe { (g.deallocate)(tp as *mut c_void, true) };
+            // storage ld.so allocated, `false` only the DTV (the storage
+            // is a slot of `tls_storage`). (Its malloc cache leaks: see
+            // the top.)
+            unsafe { (g.deallocate)(tp as *mut c_void, !own) };
+            if own {
+                super::tls_storage::give_back(tp);
+            }
         }
     }
 }
@@ -418,6 +443,7 @@ impl Drop for ThreadBlock {
 /// thread at the fork.
 pub fn after_fork_child() {
     POOL.unlock_after_fork(Vec::new);
+    super::tls_storage::after_fork_child();
 }
 
 /// Fresh DTV and TLS images for a pooled block, keeping libc's own block

@@ -28,7 +28,7 @@ use super::fdtable::{self, Dir, Snapshot};
 use super::task::{Task, TaskRef};
 use super::waitdesc::{describe, Cause};
 use super::waiter::Waiter;
-use super::worker::{current_task_ptr, current_worker, set_current};
+use super::worker::{current_task_ptr, current_worker, set_current, Worker};
 
 /// Why a park ended.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -139,22 +139,44 @@ pub fn current_id() -> u64 {
 
 /// Switches back to the scheduler. errno is the worker thread's, shared by
 /// every coroutine there: it is saved and restored around the switch so a
-/// coroutine sees its own errno after any wait, as a thread would. A
-/// coroutine with a thread block of its own (a pthread, by default) has
-/// its own errno there, which no other coroutine writes: two calls of
-/// `__errno_location` fewer per park.
+/// coroutine sees its own errno after any wait, as a thread would. Its
+/// slot is found from the TLS words, at the offset the worker learnt when
+/// it attached (`prefetch::TlsOffsets`): no call of `__errno_location`.
 #[inline(always)]
 pub(super) fn suspend(t: &Task) {
-    let shares_errno = t.ident.tp.get() == 0;
-    let saved = if shares_errno { crate::sys::errno() } else { 0 };
+    let words = crate::sys::static_tls::words();
+    // SAFETY: `words` is this thread's block: its worker word is null or
+    // a leaked worker (set on a coroutine's own thread pointer too).
+    let errno = match unsafe { ((*words)[1] as *const Worker).as_ref() } {
+        Some(w) => w.local.tls_offsets.get().errno_at(words as usize),
+        // SAFETY: __errno_location returns this thread's errno slot.
+        None => unsafe { libc::__errno_location() },
+    };
+    suspend_with(t, words, errno);
+}
+
+/// `suspend`, given this thread's TLS words (`static_tls::words`), which
+/// a yield looked up already, and this thread's errno slot. errno is kept
+/// across the switch: coroutines sharing their worker's thread pointer
+/// share its errno (one with its own keeps its own: saving and restoring
+/// it changes nothing, and costs less than asking which). The thread
+/// pointer, and so errno's slot, is the same when the coroutine resumes.
+#[inline(always)]
+fn suspend_with(t: &Task, words: *mut [usize; 4], errno: *mut i32) {
+    // SAFETY: `errno` is this thread's slot, read before the switch and
+    // written after it on the same thread pointer.
+    let saved = unsafe { *errno };
     // Parked inside a handler corun runs (`in_coroutine`): a coroutine
     // that shares these thread-locals, run meanwhile, is in no handler.
     // Outside one (nearly always) the depth is 0 and stays 0 while the
     // others run (each puts its own back to 0 before it suspends, and
     // handlers leave it as they found it): no write either side.
-    let depth = SIGNAL_DEPTH::get();
+    // SAFETY: `words` is this thread's block (`static_tls::words`), and
+    // stays so across the switch (the thread pointer comes back the same).
+    let depth_word = unsafe { &mut (*words)[2] };
+    let depth = *depth_word;
     if depth != 0 {
-        SIGNAL_DEPTH::set(0);
+        *depth_word = 0;
     }
     t.debug.save_registers();
     let y = t.yielder.get();
@@ -162,11 +184,11 @@ pub(super) fn suspend(t: &Task) {
     // root frame, alive while the coroutine is; we run inside that coroutine.
     unsafe { (*y).suspend(()) };
     if depth != 0 {
-        SIGNAL_DEPTH::set(depth);
+        // SAFETY: as above.
+        unsafe { (*words)[2] = depth };
     }
-    if shares_errno {
-        crate::sys::set_errno(saved);
-    }
+    // SAFETY: as above.
+    unsafe { *errno = saved };
 }
 
 /// Parks the running coroutine. `register` receives the waiter to store;
@@ -479,21 +501,25 @@ pub fn sleep_until(deadline: u64) {
 /// when there is none). A yield is not a park: no token, no wake-up, the
 /// scheduler puts the task at the back of its run queue.
 pub fn yield_now() {
-    let task = match current() {
-        Some(t) => t,
-        None => return,
-    };
-    // The worker is looked up once (a thread-local read and a test each).
-    let Some(w) = current_worker() else {
+    // The task and the worker from one look-up of this thread's words.
+    let words = crate::sys::static_tls::words();
+    // SAFETY: `words` is this thread's block; the task word is null or
+    // the running task, the worker word null or a leaked worker.
+    let (tp, wp) = unsafe { ((*words)[0] as *const Task, (*words)[1] as *const Worker) };
+    if tp.is_null() || wp.is_null() {
         return;
-    };
+    }
+    // SAFETY: as above: the scheduler holds the task while it runs, and
+    // workers are never freed.
+    let (task, w) = unsafe { (&*tp, &*wp) };
     super::stats::yielded_on(w.index);
     if !w.has_other_work() {
         return;
     }
     task.yielding.set(true);
-    suspend(&task);
-    super::signals::run_pending(&task);
+    let errno = w.local.tls_offsets.get().errno_at(words as usize);
+    suspend_with(task, words, errno);
+    super::signals::run_pending(task);
 }
 
 /// Ends the running coroutine from any depth (`pthread_exit`): `result` is

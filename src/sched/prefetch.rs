@@ -128,6 +128,19 @@ impl TlsOffsets {
             errno: errno.wrapping_sub(tp) as isize,
         }
     }
+
+    /// errno's slot of the thread whose corun words (`static_tls::words`)
+    /// are at `words`: both blocks sit at fixed offsets from the thread
+    /// pointer, the same on every thread (a yield saves and restores errno
+    /// without the two calls of `__errno_location`).
+    #[inline(always)]
+    pub(super) fn errno_at(&self, words: usize) -> *mut i32 {
+        debug_assert!(
+            self.errno != self.corun,
+            "offsets set when the worker attached"
+        );
+        words.wrapping_add_signed(self.errno - self.corun) as *mut i32
+    }
 }
 
 impl Worker {

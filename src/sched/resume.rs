@@ -40,9 +40,8 @@ impl Worker {
         let coro = unsafe { &mut *t.coro.get() };
         let co = coro.as_mut().expect("coroutine just made");
         t.set_running();
-        let (guard, top) = co.bounds();
         let record = self.overflow_record();
-        record.set(overflow::Running::new(t.id, guard, top));
+        record.set(co.overflow_record());
         self.running_id.store(t.id, Ordering::Relaxed);
         self.running_start_addr
             .store(t.start_addr, Ordering::Relaxed);
@@ -51,16 +50,31 @@ impl Worker {
         self.woken_waiting.store(woken, Ordering::Relaxed);
         self.set_current_task(tp);
         t.ident.cpu.resumed(self.tid.load(Ordering::Relaxed));
+        // A thread block of its own: its thread pointer is installed for
+        // as long as it runs (docs/ARCHITECTURE.md §9.1). Inline, so that
+        // a switch into such a thread is not a call that saves again the
+        // registers the coroutine switch clobbers (a separate function
+        // did: 45 instructions more a yield than with the worker's TLS).
+        // Nothing between the two installs touches TLS: the compiler,
+        // which takes the thread pointer as constant within a function,
+        // can only have computed TLS addresses under the worker's own,
+        // which is back when they are used.
         let own_tp = t.ident.tp.get();
         let r = if own_tp != 0 {
-            resume_as(co, own_tp, self.local.tp.get())
+            // SAFETY: `own_tp` is the task's live block; no TLS is used
+            // until the worker's own is back, just after.
+            unsafe { tls::set_thread_pointer(own_tp) };
+            let r = co.resume();
+            // SAFETY: this thread's own thread pointer.
+            unsafe { tls::set_thread_pointer(self.local.tp.get()) };
+            r
         } else {
             co.resume()
         };
         t.ident.cpu.suspended();
         self.set_current_task(std::ptr::null());
         self.running_id.store(0, Ordering::Relaxed);
-        record.set(overflow::Running::NONE);
+        record.set(std::ptr::null());
         // Only this thread writes it: no read-modify-write needed.
         self.switches
             .store(self.switches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -130,7 +144,7 @@ impl Worker {
         let wp: *const Worker = self;
         let (guard, top) = (stack.guard_range(), stack.top());
         t.debug.set_stack(guard.1, top);
-        *coro = Some(Coroutine::new(stack, move |y: &Yielder| {
+        *coro = Some(Coroutine::new(t.id, stack, move |y: &Yielder| {
             // SAFETY: the scheduler holds a TaskRef while the task runs,
             // and the body only runs while the task runs.
             let task = unsafe { &*tp };
@@ -142,7 +156,11 @@ impl Worker {
                 // never moves); then libc's per-thread state.
                 WORKER::set(wp as usize);
                 CURRENT::set(tp as usize);
-                overflow::set_running(task.id, guard, top);
+                // SAFETY: only the home worker touches `coro`; it holds
+                // this coroutine, made before its first resume.
+                if let Some(c) = unsafe { (*task.coro.get()).as_ref() } {
+                    overflow::set_running(c.overflow_record());
+                }
                 tls::start_thread();
             }
             // A signal made pending for it before it ran.
@@ -193,19 +211,4 @@ impl Worker {
             w.wake();
         }
     }
-}
-
-/// Resumes `co` with its own thread pointer `tp` installed, then puts the
-/// worker's (`home`) back. Kept out of line and free of TLS accesses: the
-/// compiler treats the thread pointer as constant within a function, so a
-/// TLS address computed here could belong to the wrong thread.
-#[inline(never)]
-fn resume_as(co: &mut Coroutine, tp: usize, home: usize) -> Resumed {
-    // SAFETY: `tp` is the coroutine's live block; nothing below uses TLS
-    // until `home`, this thread's own, is back.
-    unsafe { tls::set_thread_pointer(tp) };
-    let r = co.resume();
-    // SAFETY: as above.
-    unsafe { tls::set_thread_pointer(home) };
-    r
 }

@@ -172,7 +172,7 @@ pub(super) struct Local {
     /// must not block has no readiness to find, and skips the syscall
     /// (`netpoller.rs`).
     pub(super) watches_fds: Cell<bool>,
-    pub(super) overflow_slot: Cell<*const Cell<overflow::Running>>,
+    pub(super) overflow_slot: Cell<*const Cell<*const overflow::Running>>,
     /// Free heap blocks of the tasks' size (`sys::block_cache`).
     pub(super) blocks: BlockCache,
     /// Where thread-locals sit relative to a thread pointer, for
@@ -254,7 +254,7 @@ impl Worker {
 
     /// The worker thread's overflow record (`ctx::overflow`).
     #[inline]
-    pub(super) fn overflow_record(&self) -> &Cell<overflow::Running> {
+    pub(super) fn overflow_record(&self) -> &Cell<*const overflow::Running> {
         let slot = self.local.overflow_slot.get();
         debug_assert!(!slot.is_null(), "a worker runs tasks once attached");
         // SAFETY: as in `set_current_task`.
