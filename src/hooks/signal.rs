@@ -31,9 +31,9 @@ use libc::{siginfo_t, sigset_t, timespec};
 
 use std::sync::atomic::Ordering;
 
+use crate::sched::identity::cancel_point;
 use crate::sched::siginfo;
 use crate::sched::signals::{self, Interruptible};
-use crate::sched::identity::cancel_point;
 use crate::sched::{current, in_coroutine, park_cancelable, sigmask, yield_now};
 use crate::sys::{errno, now_ns, set_errno, timespec_ns};
 
