@@ -287,7 +287,7 @@ pub(crate) fn iov_tail(iov: *const iovec, cnt: c_int, mut skip: usize) -> Vec<io
 pub(crate) fn write_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize> {
     let e = fdtable::get(fd)?;
     if fd_kind(fd, e) == fdtable::KIND_FILE {
-        return Some(super::file::write_file(fd, iov, cnt));
+        return Some(super::file::write_file(fd, iov, cnt, &e.policy));
     }
     note_io_buffer(IoBuf::Write, iov_base(iov, cnt));
     // The unsent part of `iov`, rebuilt only when more has been sent.

@@ -16,6 +16,11 @@
 //! (`sched/signals.rs` delivers it there), `sigsuspend` with its mask as the
 //! coroutine's meanwhile.
 //!
+//! All five are cancellation points, as natively: their parks are
+//! cancelable (`pthread_cancel` wakes them), and a due cancellation acts
+//! before each park and after it, once the call's own state (the set it
+//! waits for, `sigsuspend`'s mask) is put back.
+//!
 //! `sched_yield` in a coroutine lets the other coroutines of its worker run
 //! (a spin loop waiting for a coroutine parked on the same worker would
 //! otherwise spin for ever); with none runnable it yields the thread.
@@ -26,9 +31,10 @@ use libc::{siginfo_t, sigset_t, timespec};
 
 use std::sync::atomic::Ordering;
 
+use crate::sched::identity::cancel_point;
 use crate::sched::siginfo;
 use crate::sched::signals::{self, Interruptible};
-use crate::sched::{current, in_coroutine, park, sigmask, yield_now};
+use crate::sched::{current, in_coroutine, park_cancelable, sigmask, yield_now};
 use crate::sys::{errno, now_ns, set_errno, timespec_ns};
 
 mod real {
@@ -71,6 +77,10 @@ fn wait_parking(
     waiting.store(want, Ordering::SeqCst);
     let mut pause = 1_000_000u64;
     let r = loop {
+        if t.ident.cancel_due() {
+            waiting.store(0, Ordering::SeqCst);
+            cancel_point(&t.ident);
+        }
         // Pending for this coroutine or held by corun for the process...
         if let Some((sig, inf)) = signals::take_in(&t, want) {
             if !info.is_null() {
@@ -124,7 +134,7 @@ fn wait_parking(
         // A signal of the set made pending for this coroutine ends the
         // park at once; the kernel's are polled.
         crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Signal, 0);
-        park(|_| true, Some(until));
+        park_cancelable(|_| true, Some(until));
         pause = (pause * 2).min(10_000_000);
     };
     waiting.store(0, Ordering::SeqCst);
@@ -226,6 +236,8 @@ fn suspend_parking(mask: Option<u64>) -> c_int {
         set_errno(libc::EINVAL);
         return -1;
     };
+    // A request due already acts before the mask changes.
+    cancel_point(&t.ident);
     let intr = Interruptible::begin();
     let old = mask.map(|m| {
         let old = signals::set_mask(&t, m);
@@ -235,14 +247,22 @@ fn suspend_parking(mask: Option<u64>) -> c_int {
         signals::run_pending(&t);
         old
     });
+    let restore = |old: Option<u64>| {
+        if let Some(old) = old {
+            signals::set_mask(&t, old);
+            signals::sync_here();
+        }
+    };
     while intr.check().is_none() {
+        if t.ident.cancel_due() {
+            // The thread's own mask is back for its cleanup handlers.
+            restore(old);
+            cancel_point(&t.ident);
+        }
         crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Signal, 0);
-        park(|_| true, None);
+        park_cancelable(|_| true, None);
     }
-    if let Some(old) = old {
-        signals::set_mask(&t, old);
-        signals::sync_here();
-    }
+    restore(old);
     set_errno(libc::EINTR);
     -1
 }

@@ -43,6 +43,18 @@ pub const KIND_FILE: u8 = 3;
 /// then make the call.
 pub const KIND_OTHER: u8 = 4;
 
+/// How a regular file takes small writes (`FdPolicy::file_writes`): not
+/// known yet...
+pub const WRITES_UNKNOWN: u8 = 0;
+/// ...an RWF_NOWAIT attempt inline, the rest on the blocking pool...
+pub const WRITES_NOWAIT: u8 = 1;
+/// ...inline: a buffered file on a local disk filesystem that refuses
+/// RWF_NOWAIT for buffered writes (EOPNOTSUPP: ext4 here)...
+pub const WRITES_INLINE: u8 = 2;
+/// ...on the blocking pool (O_SYNC, O_DSYNC, O_DIRECT, or a network or
+/// FUSE filesystem, whose writes may wait for a server).
+pub const WRITES_POOL: u8 = 3;
+
 /// The program's O_NONBLOCK wish is not known (ask the kernel once).
 pub const NB_UNKNOWN: u8 = 0;
 pub const NB_OFF: u8 = 1;
@@ -69,6 +81,8 @@ pub struct FdPolicy {
     /// The process's child-process generation when it made this socket
     /// with `socket` (0: not made here): `hooks/listener.rs`.
     pub own_gen: AtomicU64,
+    /// A regular file's `WRITES_*` (`hooks/file.rs`).
+    pub file_writes: AtomicU8,
     /// Which file the fd named when a call of generation `file_gen` last
     /// parked on it (`same_file`): an fd replaced behind corun's back is
     /// noticed before a call waits on the old file's registration.
@@ -106,6 +120,7 @@ impl FdPolicy {
         self.shared.store(false, Ordering::Relaxed);
         self.tcp.store(false, Ordering::Relaxed);
         self.own_gen.store(0, Ordering::Relaxed);
+        self.file_writes.store(WRITES_UNKNOWN, Ordering::Relaxed);
     }
 
     /// Copies what was learned about `other` (dup: the new fd shares the
@@ -121,6 +136,8 @@ impl FdPolicy {
             .store(other.snd_timeo.load(Ordering::Relaxed), Ordering::Relaxed);
         self.tcp
             .store(other.tcp.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.file_writes
+            .store(other.file_writes.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// A read the program made non-blocking found the socket empty; `seen`

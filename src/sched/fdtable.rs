@@ -33,7 +33,7 @@ pub const MAX_FD: usize = CHUNK * CHUNKS;
 
 pub use super::fdpolicy::{
     FdPolicy, KIND_FILE, KIND_NOWAIT, KIND_OTHER, KIND_SOCKET, KIND_UNKNOWN, NB_OFF, NB_ON,
-    NB_UNKNOWN,
+    NB_UNKNOWN, WRITES_INLINE, WRITES_NOWAIT, WRITES_POOL, WRITES_UNKNOWN,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
