@@ -239,6 +239,38 @@ pub(crate) fn read_entry(fd: i32, parks: bool) -> Option<&'static FdEntry> {
     }
 }
 
+/// The entry of `fd` when the program itself made it non-blocking (known
+/// from the cache, no system call: `entry_parks` is false), for a hook
+/// whose call is then the program's own, as is, whoever makes it: an
+/// event loop's every read and write. Asked before `sched::parking()`,
+/// whose answer would not change the call (a thread-local, a look at
+/// every worker's count: half of what such a read cost under corun).
+#[inline(always)]
+pub(crate) fn program_nonblocking(fd: i32) -> Option<&'static FdEntry> {
+    let e = fdtable::peek(fd)?;
+    (!entry_parks(Some(e))).then_some(e)
+}
+
+/// A read the program asked to be non-blocking (`program_nonblocking`,
+/// or MSG_DONTWAIT) on `fd`'s entry `e`: `call` itself, then, on EAGAIN
+/// only, `after_nb_read` with the snapshot taken before it (any caller's
+/// empty read is a fact about the socket for the next `poll`).
+#[inline(always)]
+pub(crate) fn nb_read_as_is(e: Option<&'static FdEntry>, call: impl FnOnce() -> isize) -> isize {
+    let before = before_nb_read_at(e);
+    let r = call();
+    if r < 0 {
+        return after_nb_read_cold(before, r);
+    }
+    r
+}
+
+#[cold]
+#[inline(never)]
+fn after_nb_read_cold(before: Option<(&'static FdEntry, fdtable::Snapshot)>, r: isize) -> isize {
+    after_nb_read(before, r)
+}
+
 /// `fd_parks` of an entry already looked up (None: no entry yet).
 #[inline]
 pub(crate) fn entry_parks(e: Option<&FdEntry>) -> bool {

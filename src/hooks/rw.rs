@@ -328,6 +328,10 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
 
 #[inline(never)]
 unsafe fn read_hooked(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    if let Some(e) = super::program_nonblocking(fd) {
+        // SAFETY: the caller's read contract.
+        return super::nb_read_as_is(Some(e), || unsafe { real::read(fd, buf, n) });
+    }
     let parks = parking();
     let mut e = super::read_entry(fd, parks);
     if parks && super::entry_parks(e) {
@@ -358,7 +362,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 
 #[inline(never)]
 unsafe fn write_hooked(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if parking_on(fd) {
+    if super::program_nonblocking(fd).is_none() && parking_on(fd) {
         let iov = iovec {
             iov_base: buf as *mut c_void,
             iov_len: n,
@@ -384,6 +388,10 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
 
 #[inline(never)]
 unsafe fn readv_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+    if let Some(e) = super::program_nonblocking(fd) {
+        // SAFETY: the caller's readv contract.
+        return super::nb_read_as_is(Some(e), || unsafe { real::readv(fd, iov, cnt) });
+    }
     let parks = parking();
     if parks && fd_parks(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
         if let Some(r) = read_iov(fd, iov, cnt) {
@@ -408,7 +416,11 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
 
 #[inline(never)]
 unsafe fn writev_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if parking_on(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
+    if super::program_nonblocking(fd).is_none()
+        && parking_on(fd)
+        && cnt > 0
+        && cnt <= libc::UIO_MAXIOV
+    {
         if let Some(r) = write_iov(fd, iov, cnt) {
             return r;
         }

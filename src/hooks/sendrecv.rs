@@ -30,8 +30,8 @@ use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 use super::rw::{iov_len, iov_tail};
 use super::{
     after_nb_read, before_nb_read, before_nb_read_at, drained, eagain, entry_parks, fd_parks,
-    nonblocking_loop, nosignal_after, parking_on, read_entry, sent_or_epipe, user_nonblocking,
-    write_all, Deadline, Io, Written,
+    nb_read_as_is, nonblocking_loop, nosignal_after, parking_on, program_nonblocking, read_entry,
+    sent_or_epipe, user_nonblocking, write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::parking;
@@ -331,6 +331,17 @@ fn sendmmsg_parking(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) ->
     Some(sent as c_int)
 }
 
+/// A receive made as the program asked, without `sched::parking()`: with
+/// MSG_DONTWAIT, or on a descriptor it made non-blocking itself; the fd's
+/// entry (None: none yet) for `nb_read_as_is`.
+#[inline(always)]
+fn as_is(fd: c_int, flags: c_int) -> Option<Option<&'static fdtable::FdEntry>> {
+    if flags & libc::MSG_DONTWAIT != 0 {
+        return Some(fdtable::peek(fd));
+    }
+    program_nonblocking(fd).map(Some)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
     if crate::sched::lone::nothing_parks() {
@@ -344,6 +355,10 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
 
 #[inline(never)]
 unsafe fn recv_hooked(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
+    if let Some(e) = as_is(fd, flags) {
+        // SAFETY: the caller's recv contract.
+        return nb_read_as_is(e, || unsafe { real::recv(fd, buf, n, flags) });
+    }
     let parks = crate::sched::parking();
     let mut e = read_entry(fd, parks);
     if parks && entry_parks(e) && flags & libc::MSG_DONTWAIT == 0 {
@@ -385,6 +400,12 @@ unsafe fn recvfrom_hooked(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
+    if let Some(e) = as_is(fd, flags) {
+        // SAFETY: the caller's recvfrom contract.
+        return nb_read_as_is(e, || unsafe {
+            real::recvfrom(fd, buf, n, flags, addr, alen)
+        });
+    }
     let parks = crate::sched::parking();
     let mut e = read_entry(fd, parks);
     if parks && entry_parks(e) && flags & libc::MSG_DONTWAIT == 0 {
@@ -413,6 +434,10 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
 
 #[inline(never)]
 unsafe fn recvmsg_hooked(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
+    if let Some(e) = as_is(fd, flags) {
+        // SAFETY: the caller's recvmsg contract.
+        return nb_read_as_is(e, || unsafe { real::recvmsg(fd, msg, flags) });
+    }
     let parks = crate::sched::parking();
     if parks && fd_parks(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = recvmsg_parking(fd, msg, flags) {
@@ -454,7 +479,7 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c
 
 #[inline(never)]
 unsafe fn send_hooked(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
+    if flags & libc::MSG_DONTWAIT == 0 && program_nonblocking(fd).is_none() && parking_on(fd) {
         if let Some(r) = send_parking(fd, buf, n, flags, std::ptr::null(), 0) {
             return r;
         }
@@ -490,7 +515,7 @@ unsafe fn sendto_hooked(
     addr: *const sockaddr,
     alen: socklen_t,
 ) -> ssize_t {
-    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
+    if flags & libc::MSG_DONTWAIT == 0 && program_nonblocking(fd).is_none() && parking_on(fd) {
         if let Some(r) = send_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
@@ -512,7 +537,11 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) ->
 
 #[inline(never)]
 unsafe fn sendmsg_hooked(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
-    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
+    if flags & libc::MSG_DONTWAIT == 0
+        && !msg.is_null()
+        && program_nonblocking(fd).is_none()
+        && parking_on(fd)
+    {
         if let Some(r) = sendmsg_parking(fd, msg, flags) {
             return r;
         }
