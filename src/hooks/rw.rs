@@ -322,16 +322,24 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
         // SAFETY: the caller's read contract.
         return unsafe { real::read(fd, buf, n) };
     }
+    if let Some(e) = super::program_nonblocking(fd) {
+        // SAFETY: the caller's read contract.
+        return unsafe { read_as_is(e, fd, buf, n) };
+    }
     // SAFETY: as above.
     unsafe { read_hooked(fd, buf, n) }
 }
 
+/// The program's own non-blocking fd (`program_nonblocking`): its call as
+/// is, apart from the entry so that the lone one keeps no frame.
+#[inline(never)]
+unsafe fn read_as_is(e: &'static FdEntry, fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    // SAFETY: the caller's read contract.
+    super::nb_read_as_is(Some(e), || unsafe { real::read(fd, buf, n) })
+}
+
 #[inline(never)]
 unsafe fn read_hooked(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    if let Some(e) = super::program_nonblocking(fd) {
-        // SAFETY: the caller's read contract.
-        return super::nb_read_as_is(Some(e), || unsafe { real::read(fd, buf, n) });
-    }
     let parks = parking();
     let mut e = super::read_entry(fd, parks);
     if parks && super::entry_parks(e) {
@@ -351,8 +359,9 @@ unsafe fn read_hooked(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
 
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks() || super::program_nonblocking(fd).is_some() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or on an fd the program made non-blocking itself.
         // SAFETY: the caller's write contract.
         return unsafe { real::write(fd, buf, n) };
     }
@@ -362,7 +371,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
 
 #[inline(never)]
 unsafe fn write_hooked(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if super::program_nonblocking(fd).is_none() && parking_on(fd) {
+    if parking_on(fd) {
         let iov = iovec {
             iov_base: buf as *mut c_void,
             iov_len: n,
@@ -382,16 +391,24 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
         // SAFETY: the caller's readv contract.
         return unsafe { real::readv(fd, iov, cnt) };
     }
+    if let Some(e) = super::program_nonblocking(fd) {
+        // SAFETY: the caller's readv contract.
+        return unsafe { readv_as_is(e, fd, iov, cnt) };
+    }
     // SAFETY: as above.
     unsafe { readv_hooked(fd, iov, cnt) }
 }
 
+/// The program's own non-blocking fd (`program_nonblocking`): its call as
+/// is, apart from the entry so that the lone one keeps no frame.
+#[inline(never)]
+unsafe fn readv_as_is(e: &'static FdEntry, fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+    // SAFETY: the caller's readv contract.
+    super::nb_read_as_is(Some(e), || unsafe { real::readv(fd, iov, cnt) })
+}
+
 #[inline(never)]
 unsafe fn readv_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if let Some(e) = super::program_nonblocking(fd) {
-        // SAFETY: the caller's readv contract.
-        return super::nb_read_as_is(Some(e), || unsafe { real::readv(fd, iov, cnt) });
-    }
     let parks = parking();
     if parks && fd_parks(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
         if let Some(r) = read_iov(fd, iov, cnt) {
@@ -405,8 +422,9 @@ unsafe fn readv_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks() || super::program_nonblocking(fd).is_some() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or on an fd the program made non-blocking itself.
         // SAFETY: the caller's writev contract.
         return unsafe { real::writev(fd, iov, cnt) };
     }

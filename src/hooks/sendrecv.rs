@@ -468,8 +468,12 @@ pub unsafe extern "C" fn recvmmsg(
 
 #[no_mangle]
 pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks()
+        || flags & libc::MSG_DONTWAIT != 0
+        || program_nonblocking(fd).is_some()
+    {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or when the program asked for a non-blocking call.
         // SAFETY: the caller's send contract.
         return unsafe { real::send(fd, buf, n, flags) };
     }
@@ -479,7 +483,7 @@ pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c
 
 #[inline(never)]
 unsafe fn send_hooked(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-    if flags & libc::MSG_DONTWAIT == 0 && program_nonblocking(fd).is_none() && parking_on(fd) {
+    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = send_parking(fd, buf, n, flags, std::ptr::null(), 0) {
             return r;
         }
@@ -497,8 +501,12 @@ pub unsafe extern "C" fn sendto(
     addr: *const sockaddr,
     alen: socklen_t,
 ) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks()
+        || flags & libc::MSG_DONTWAIT != 0
+        || program_nonblocking(fd).is_some()
+    {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or when the program asked for a non-blocking call.
         // SAFETY: the caller's sendto contract.
         return unsafe { real::sendto(fd, buf, n, flags, addr, alen) };
     }
@@ -515,7 +523,7 @@ unsafe fn sendto_hooked(
     addr: *const sockaddr,
     alen: socklen_t,
 ) -> ssize_t {
-    if flags & libc::MSG_DONTWAIT == 0 && program_nonblocking(fd).is_none() && parking_on(fd) {
+    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 {
         if let Some(r) = send_parking(fd, buf, n, flags, addr, alen) {
             return r;
         }
@@ -526,8 +534,12 @@ unsafe fn sendto_hooked(
 
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks()
+        || flags & libc::MSG_DONTWAIT != 0
+        || program_nonblocking(fd).is_some()
+    {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or when the program asked for a non-blocking call.
         // SAFETY: the caller's sendmsg contract.
         return unsafe { real::sendmsg(fd, msg, flags) };
     }
@@ -537,11 +549,7 @@ pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) ->
 
 #[inline(never)]
 unsafe fn sendmsg_hooked(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
-    if flags & libc::MSG_DONTWAIT == 0
-        && !msg.is_null()
-        && program_nonblocking(fd).is_none()
-        && parking_on(fd)
-    {
+    if parking_on(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = sendmsg_parking(fd, msg, flags) {
             return r;
         }
