@@ -74,8 +74,15 @@ pub(super) unsafe fn filter(epfd: c_int, ev: *mut epoll_event, n: c_int) -> c_in
     }
     // SAFETY: the kernel wrote `n` events there (this function's contract).
     let evs = unsafe { std::slice::from_raw_parts_mut(ev, n as usize) };
-    let mut kept = 0;
-    for i in 0..evs.len() {
+    // A look at each event's data, nothing written, until a tagged one
+    // (most waits have none): the compaction below copied every event
+    // through a bounds-checked loop, 27 instructions an event (callgrind,
+    // Redis's solo wait returning about 30).
+    let Some(first) = evs.iter().position(|e| ({ e.u64 }) & TAG_MASK == TAG) else {
+        return n;
+    };
+    let mut kept = first;
+    for i in first..evs.len() {
         let data = evs[i].u64;
         if data & TAG_MASK == TAG {
             note_tag(epfd, (data & FD_MASK) as i32);

@@ -58,6 +58,13 @@
 //! (`FdEntry::reset_lone`). callgrind, per call, native / before / with
 //! them: recv 17 / 55 / 24, close 9 / 128 / 46, open 36 / 152 / 66.
 //!
+//! With other coroutines around (Redis's background threads, memcached's
+//! four event loops on two workers), an fd the program made non-blocking
+//! itself is asked first, from its cached entry (`program_nonblocking`):
+//! `write`, `writev`, `send`, `sendto`, `sendmsg` (and any MSG_DONTWAIT
+//! send) then go to libc from their entry the same way, the reads through
+//! a small function that only notes an EAGAIN (`nb_read_as_is`).
+//!
 //! In a coroutine, a call that could block is made non-blocking *per call*,
 //! never by leaving O_NONBLOCK on the open file description (docs/ARCHITECTURE.md §5.1):
 //!
@@ -239,6 +246,38 @@ pub(crate) fn read_entry(fd: i32, parks: bool) -> Option<&'static FdEntry> {
     } else {
         None
     }
+}
+
+/// The entry of `fd` when the program itself made it non-blocking (known
+/// from the cache, no system call: `entry_parks` is false), for a hook
+/// whose call is then the program's own, as is, whoever makes it: an
+/// event loop's every read and write. Asked before `sched::parking()`,
+/// whose answer would not change the call (a thread-local, a look at
+/// every worker's count: half of what such a read cost under corun).
+#[inline(always)]
+pub(crate) fn program_nonblocking(fd: i32) -> Option<&'static FdEntry> {
+    let e = fdtable::peek_built(fd)?;
+    (!entry_parks(Some(e))).then_some(e)
+}
+
+/// A read the program asked to be non-blocking (`program_nonblocking`,
+/// or MSG_DONTWAIT) on `fd`'s entry `e`: `call` itself, then, on EAGAIN
+/// only, `after_nb_read` with the snapshot taken before it (any caller's
+/// empty read is a fact about the socket for the next `poll`).
+#[inline(always)]
+pub(crate) fn nb_read_as_is(e: Option<&'static FdEntry>, call: impl FnOnce() -> isize) -> isize {
+    let before = before_nb_read_at(e);
+    let r = call();
+    if r < 0 {
+        return after_nb_read_cold(before, r);
+    }
+    r
+}
+
+#[cold]
+#[inline(never)]
+fn after_nb_read_cold(before: Option<(&'static FdEntry, fdtable::Snapshot)>, r: isize) -> isize {
+    after_nb_read(before, r)
 }
 
 /// `fd_parks` of an entry already looked up (None: no entry yet).

@@ -322,8 +322,20 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
         // SAFETY: the caller's read contract.
         return unsafe { real::read(fd, buf, n) };
     }
+    if let Some(e) = super::program_nonblocking(fd) {
+        // SAFETY: the caller's read contract.
+        return unsafe { read_as_is(e, fd, buf, n) };
+    }
     // SAFETY: as above.
     unsafe { read_hooked(fd, buf, n) }
+}
+
+/// The program's own non-blocking fd (`program_nonblocking`): its call as
+/// is, apart from the entry so that the lone one keeps no frame.
+#[inline(never)]
+unsafe fn read_as_is(e: &'static FdEntry, fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    // SAFETY: the caller's read contract.
+    super::nb_read_as_is(Some(e), || unsafe { real::read(fd, buf, n) })
 }
 
 #[inline(never)]
@@ -347,8 +359,9 @@ unsafe fn read_hooked(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
 
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks() || super::program_nonblocking(fd).is_some() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or on an fd the program made non-blocking itself.
         // SAFETY: the caller's write contract.
         return unsafe { real::write(fd, buf, n) };
     }
@@ -378,8 +391,20 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
         // SAFETY: the caller's readv contract.
         return unsafe { real::readv(fd, iov, cnt) };
     }
+    if let Some(e) = super::program_nonblocking(fd) {
+        // SAFETY: the caller's readv contract.
+        return unsafe { readv_as_is(e, fd, iov, cnt) };
+    }
     // SAFETY: as above.
     unsafe { readv_hooked(fd, iov, cnt) }
+}
+
+/// The program's own non-blocking fd (`program_nonblocking`): its call as
+/// is, apart from the entry so that the lone one keeps no frame.
+#[inline(never)]
+unsafe fn readv_as_is(e: &'static FdEntry, fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+    // SAFETY: the caller's readv contract.
+    super::nb_read_as_is(Some(e), || unsafe { real::readv(fd, iov, cnt) })
 }
 
 #[inline(never)]
@@ -397,8 +422,9 @@ unsafe fn readv_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks() || super::program_nonblocking(fd).is_some() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or on an fd the program made non-blocking itself.
         // SAFETY: the caller's writev contract.
         return unsafe { real::writev(fd, iov, cnt) };
     }
@@ -408,7 +434,11 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
 
 #[inline(never)]
 unsafe fn writev_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if parking_on(fd) && cnt > 0 && cnt <= libc::UIO_MAXIOV {
+    if super::program_nonblocking(fd).is_none()
+        && parking_on(fd)
+        && cnt > 0
+        && cnt <= libc::UIO_MAXIOV
+    {
         if let Some(r) = write_iov(fd, iov, cnt) {
             return r;
         }

@@ -30,8 +30,8 @@ use libc::{c_void, iovec, mmsghdr, msghdr, size_t, sockaddr, socklen_t, ssize_t,
 use super::rw::{iov_len, iov_tail};
 use super::{
     after_nb_read, before_nb_read, before_nb_read_at, drained, eagain, entry_parks, fd_parks,
-    nonblocking_loop, nosignal_after, parking_on, read_entry, sent_or_epipe, user_nonblocking,
-    write_all, Deadline, Io, Written,
+    nb_read_as_is, nonblocking_loop, nosignal_after, parking_on, program_nonblocking, read_entry,
+    sent_or_epipe, user_nonblocking, write_all, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::parking;
@@ -331,6 +331,17 @@ fn sendmmsg_parking(fd: c_int, vec: *mut mmsghdr, vlen: c_uint, flags: c_int) ->
     Some(sent as c_int)
 }
 
+/// A receive made as the program asked, without `sched::parking()`: with
+/// MSG_DONTWAIT, or on a descriptor it made non-blocking itself; the fd's
+/// entry (None: none yet) for `nb_read_as_is`.
+#[inline(always)]
+fn as_is(fd: c_int, flags: c_int) -> Option<Option<&'static fdtable::FdEntry>> {
+    if flags & libc::MSG_DONTWAIT != 0 {
+        return Some(fdtable::peek(fd));
+    }
+    program_nonblocking(fd).map(Some)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
     if crate::sched::lone::nothing_parks() {
@@ -344,6 +355,10 @@ pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_i
 
 #[inline(never)]
 unsafe fn recv_hooked(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
+    if let Some(e) = as_is(fd, flags) {
+        // SAFETY: the caller's recv contract.
+        return nb_read_as_is(e, || unsafe { real::recv(fd, buf, n, flags) });
+    }
     let parks = crate::sched::parking();
     let mut e = read_entry(fd, parks);
     if parks && entry_parks(e) && flags & libc::MSG_DONTWAIT == 0 {
@@ -385,6 +400,12 @@ unsafe fn recvfrom_hooked(
     addr: *mut sockaddr,
     alen: *mut socklen_t,
 ) -> ssize_t {
+    if let Some(e) = as_is(fd, flags) {
+        // SAFETY: the caller's recvfrom contract.
+        return nb_read_as_is(e, || unsafe {
+            real::recvfrom(fd, buf, n, flags, addr, alen)
+        });
+    }
     let parks = crate::sched::parking();
     let mut e = read_entry(fd, parks);
     if parks && entry_parks(e) && flags & libc::MSG_DONTWAIT == 0 {
@@ -413,6 +434,10 @@ pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> s
 
 #[inline(never)]
 unsafe fn recvmsg_hooked(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
+    if let Some(e) = as_is(fd, flags) {
+        // SAFETY: the caller's recvmsg contract.
+        return nb_read_as_is(e, || unsafe { real::recvmsg(fd, msg, flags) });
+    }
     let parks = crate::sched::parking();
     if parks && fd_parks(fd) && flags & libc::MSG_DONTWAIT == 0 && !msg.is_null() {
         if let Some(r) = recvmsg_parking(fd, msg, flags) {
@@ -443,8 +468,12 @@ pub unsafe extern "C" fn recvmmsg(
 
 #[no_mangle]
 pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks()
+        || flags & libc::MSG_DONTWAIT != 0
+        || program_nonblocking(fd).is_some()
+    {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or when the program asked for a non-blocking call.
         // SAFETY: the caller's send contract.
         return unsafe { real::send(fd, buf, n, flags) };
     }
@@ -472,8 +501,12 @@ pub unsafe extern "C" fn sendto(
     addr: *const sockaddr,
     alen: socklen_t,
 ) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks()
+        || flags & libc::MSG_DONTWAIT != 0
+        || program_nonblocking(fd).is_some()
+    {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or when the program asked for a non-blocking call.
         // SAFETY: the caller's sendto contract.
         return unsafe { real::sendto(fd, buf, n, flags, addr, alen) };
     }
@@ -501,8 +534,12 @@ unsafe fn sendto_hooked(
 
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
-    if crate::sched::lone::nothing_parks() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
+    if crate::sched::lone::nothing_parks()
+        || flags & libc::MSG_DONTWAIT != 0
+        || program_nonblocking(fd).is_some()
+    {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing
+        // parks, or when the program asked for a non-blocking call.
         // SAFETY: the caller's sendmsg contract.
         return unsafe { real::sendmsg(fd, msg, flags) };
     }

@@ -335,6 +335,23 @@ pub fn peek(fd: i32) -> Option<&'static FdEntry> {
     Some(unsafe { &*p.add(i) })
 }
 
+/// The entry for `fd` if its chunk is there already: `peek` without its
+/// rebuild of a forked child's chunk, so a hook's first look makes no
+/// call (and its entry keeps no frame); None sends it the long way.
+#[inline(always)]
+pub fn peek_built(fd: i32) -> Option<&'static FdEntry> {
+    if fd < 0 || fd as usize >= MAX_FD {
+        return None;
+    }
+    let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
+    let p = TABLE[c].load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: as in `get`.
+    Some(unsafe { &*p.add(i) })
+}
+
 /// The lowest fd ever marked as corun's own (`mark_runtime`): numbers
 /// below it are the program's without a look at their entry (corun's
 /// epoll and eventfds are moved high, so `fstat` of a file asks only this).

@@ -82,7 +82,7 @@ use rwlock::RWLOCK_WORDS;
 use sem::SemWords;
 
 use std::ffi::{c_int, c_uint};
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use libc::{

@@ -1,5 +1,16 @@
 //! Mutexes: `pthread_mutex_lock`, `trylock`, `timedlock`, `clocklock`,
 //! `unlock`, and glibc's old `__pthread_mutex_*` aliases (see mod.rs).
+//!
+//! Fast path: a program with a lock per item (memcached takes about nine
+//! a request) calls these far more often than it parks. Once the runtime
+//! is up, whether corun's algorithm applies at all (`on()` and the probed
+//! layout) is one cached byte (`FAST`), and an uncontended lock or unlock
+//! of a plain mutex (no kind bits: not recursive, error-checking, robust,
+//! priority-protocol or process-shared) is that byte, the kind word and
+//! one atomic operation, in the exported function itself, with no call
+//! and no frame; everything else goes the full way (`*_slow`). callgrind,
+//! memcached: lock 64 -> 12, unlock 51 -> 12 instructions a call (glibc's
+//! own: 31 and 26).
 
 use super::*;
 
@@ -25,9 +36,36 @@ unsafe fn mutex_words<'a>(m: *mut pthread_mutex_t) -> &'a MutexWords {
     unsafe { &*(m as *const MutexWords) }
 }
 
+/// `on() && layout().mutex` once the runtime is up: 0 not known yet,
+/// `FAST_YES`, `FAST_NO`. Before the runtime starts, `on()` reads the
+/// environment, so nothing is cached then.
+static FAST: AtomicU8 = AtomicU8::new(0);
+const FAST_YES: u8 = 1;
+const FAST_NO: u8 = 2;
+
 /// Our implementation applies to this mutex.
 fn mutex_ours(w: &MutexWords) -> bool {
-    on() && layout().mutex && w.kind.load(Ordering::Relaxed) & KIND_PASSTHROUGH == 0
+    let applies = match FAST.load(Ordering::Relaxed) {
+        FAST_YES => true,
+        FAST_NO => false,
+        _ => {
+            let applies = on() && layout().mutex;
+            if sched::runtime().is_some() {
+                FAST.store(if applies { FAST_YES } else { FAST_NO }, Ordering::Relaxed);
+            }
+            applies
+        }
+    };
+    applies && w.kind.load(Ordering::Relaxed) & KIND_PASSTHROUGH == 0
+}
+
+/// A mutex of the plain kind (`PTHREAD_MUTEX_NORMAL`/`TIMED_NP` or
+/// `ADAPTIVE_NP`, nothing passed to glibc) that corun's algorithm owns:
+/// its lock and unlock are the lock word alone. False whenever unsure.
+#[inline(always)]
+fn plain_ours(w: &MutexWords) -> bool {
+    let k = w.kind.load(Ordering::Relaxed) & (KIND_PASSTHROUGH | KIND_MASK);
+    FAST.load(Ordering::Relaxed) == FAST_YES && (k == 0 || k == libc::PTHREAD_MUTEX_ADAPTIVE_NP)
 }
 
 fn raw_lock(word: &AtomicU32, deadline: Option<Deadline>) -> c_int {
@@ -190,6 +228,21 @@ pub(crate) unsafe fn unlock_any(m: *mut pthread_mutex_t) -> c_int {
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's mutex.
     let w = unsafe { mutex_words(m) };
+    if plain_ours(w)
+        && w.lock
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    {
+        return 0;
+    }
+    // SAFETY: the caller's mutex.
+    unsafe { mutex_lock_slow(m) }
+}
+
+#[inline(never)]
+unsafe fn mutex_lock_slow(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's mutex.
+    let w = unsafe { mutex_words(m) };
     if !mutex_ours(w) {
         // SAFETY: the caller's contract.
         return unsafe { glibc_lock(m, None) };
@@ -199,6 +252,23 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's mutex.
+    let w = unsafe { mutex_words(m) };
+    if plain_ours(w) {
+        return match w
+            .lock
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => 0,
+            Err(_) => libc::EBUSY,
+        };
+    }
+    // SAFETY: the caller's mutex.
+    unsafe { mutex_trylock_slow(m) }
+}
+
+#[inline(never)]
+unsafe fn mutex_trylock_slow(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's mutex.
     let w = unsafe { mutex_words(m) };
     if !mutex_ours(w) {
@@ -265,6 +335,27 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's mutex.
+    let w = unsafe { mutex_words(m) };
+    if plain_ours(w) {
+        if w.lock.swap(0, Ordering::Release) == 2 {
+            wake_one(&w.lock);
+        }
+        return 0;
+    }
+    // SAFETY: the caller's mutex.
+    unsafe { mutex_unlock_slow(m) }
+}
+
+/// `raw_unlock`'s wake, apart: the unlock's common path keeps no frame.
+#[cold]
+#[inline(never)]
+fn wake_one(word: &AtomicU32) {
+    sync::wake(word, 1);
+}
+
+#[inline(never)]
+unsafe fn mutex_unlock_slow(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's mutex.
     let w = unsafe { mutex_words(m) };
     if !mutex_ours(w) {
