@@ -39,6 +39,19 @@
 //! it makes the test refuse where it could have accepted (the next tick
 //! tries again), never the reverse.
 //!
+//! Code with no unwind table that keeps frame pointers (a JIT's: V8's
+//! frames all link rbp, its own stack walker follows them) is followed by
+//! its rbp chain instead (`frame_pointer_step`): each such frame's words,
+//! from its sp to its return address, are scanned as above, and the walk
+//! goes on from the return address, with the CFI again once it returns
+//! into an object with unwind tables after a call instruction. A chain
+//! that leaves the stack or goes down ends it: the rest is scanned. So a
+//! wrong rbp only makes the scan longer; no word is skipped, but those of
+//! the C frames above the JIT ones, which the CFI follows exactly. Before,
+//! the whole stack above a JIT frame was scanned: Node's worker threads,
+//! computing in JavaScript (`while (true);`), were never preempted, for
+//! stale glibc words in V8's C++ frames (test-worker-terminate-timers hung).
+//!
 //! Scanning the whole stack, as this did first, refused for good a thread
 //! whose live frames hold such stale words: Ruby 3.1's interpreter loop
 //! keeps words from earlier `malloc` calls in the frames of
@@ -67,7 +80,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cfi::NREGS;
+use super::cfi::{find_fde, NREGS};
 use super::preempt_refusals::Refusal;
 use super::preempt_table::{self, Found, Kind, Reader};
 use super::unwind::{self, Object, Regs, MAX_SEGMENTS};
@@ -77,7 +90,8 @@ use super::unwind::{self, Object, Regs, MAX_SEGMENTS};
 const MAX_SCAN_WORDS: usize = 64 * 1024;
 /// Frames followed at most; the rest of a deeper stack is scanned.
 const MAX_WALK_FRAMES: usize = 256;
-/// DWARF register numbers (x86_64 psABI): rsp, return address.
+/// DWARF register numbers (x86_64 psABI): rbp, rsp, return address.
+const RBP: usize = 6;
 const RSP: usize = 7;
 const RA: usize = 16;
 
@@ -242,9 +256,60 @@ fn classify(t: &Reader, v: usize, start: usize) -> Return {
 enum Walk {
     /// At a frame returning into a runtime library.
     Held,
+    /// A word of a frame followed by its frame pointer points into one.
+    Word,
     /// Unable to go on from the frame whose sp this is: the rest of the
     /// stack is to be scanned.
     From(usize),
+}
+
+/// One frame up by the frame pointer, for code with no unwind table.
+enum FpStep {
+    /// A word of the frame returns into a runtime library.
+    Held,
+    /// The caller's sp, rbp and pc (its other registers are not known).
+    Next { sp: usize, fp: usize, ra: usize },
+    /// No usable frame pointer.
+    Stuck,
+}
+
+/// The frame at `sp` whose code has no unwind table, if it keeps a frame
+/// pointer: `rbp` in `[sp, top)` holds the caller's rbp, then the return
+/// address. Every word of `[sp, rbp + 16)` is checked as the scan checks
+/// (a frame that kept no frame pointer, or its callee's return address
+/// still at `sp`, is covered so).
+fn frame_pointer_step(
+    t: &Reader,
+    regs: &Regs,
+    sp: usize,
+    top: usize,
+    start: usize,
+    read: impl Fn(usize) -> Option<usize>,
+) -> FpStep {
+    let Some(fp) = regs[RBP] else {
+        return FpStep::Stuck;
+    };
+    if !fp.is_multiple_of(8) || fp < sp || fp >= top - 16 || (fp + 16 - sp) / 8 > MAX_SCAN_WORDS {
+        return FpStep::Stuck;
+    }
+    let mut p = sp;
+    while p < fp + 16 {
+        let Some(v) = read(p) else {
+            return FpStep::Stuck;
+        };
+        if let Return::Runtime = classify(t, v, start) {
+            return FpStep::Held;
+        }
+        p += 8;
+    }
+    let (Some(saved), Some(ra)) = (read(fp), read(fp + 8)) else {
+        return FpStep::Stuck;
+    };
+    FpStep::Next {
+        sp: fp + 16,
+        fp: saved,
+        ra,
+    }
 }
 
 /// Follows the frames from `regs` (the interrupted ones, by DWARF number)
@@ -267,14 +332,37 @@ fn walk(t: &Reader, regs: &Regs, top: usize, start: usize) -> Walk {
     // call instruction, just before.
     let mut look = regs[RA].unwrap_or(0);
     for _ in 0..MAX_WALK_FRAMES {
-        let Some((_, _, index)) = t.code_at(look) else {
-            return Walk::From(sp);
-        };
-        let Some(object) = t.object(index) else {
-            return Walk::From(sp);
-        };
-        let Some((next, signal)) = unwind::step(&object, &regs, look, top, read) else {
-            return Walk::From(sp);
+        let object = t.code_at(look).and_then(|(_, _, index)| t.object(index));
+        let cfi = object.and_then(|o| unwind::step(&o, &regs, look, top, read));
+        let Some((next, signal)) = cfi else {
+            // Code with no unwind table (JIT code, a JIT's builtins linked
+            // into the program, assembly) may keep frame pointers; where
+            // the table has rules this walk does not model, rbp may be any
+            // register: the rest is scanned.
+            if object.is_some_and(|o| find_fde(&o, look).is_some()) {
+                return Walk::From(sp);
+            }
+            match frame_pointer_step(t, &regs, sp, top, start, read) {
+                FpStep::Held => return Walk::Word,
+                FpStep::Stuck => return Walk::From(sp),
+                FpStep::Next { sp: cfa, fp, ra } => {
+                    // Into an object: only after a call (else a doubtful
+                    // chain); into no object (JIT code): its own frame
+                    // pointer is followed next.
+                    if t.code_at(ra.wrapping_sub(1)).is_some()
+                        && matches!(classify(t, ra, start), Return::No)
+                    {
+                        return Walk::From(cfa);
+                    }
+                    regs = [None; NREGS];
+                    regs[RSP] = Some(cfa);
+                    regs[RBP] = Some(fp);
+                    regs[RA] = Some(ra);
+                    sp = cfa;
+                    look = ra.wrapping_sub(1);
+                    continue;
+                }
+            }
         };
         let (Some(ra), Some(cfa)) = (next[RA], next[RSP]) else {
             return Walk::From(sp);
@@ -325,6 +413,7 @@ pub fn is_safe_point(
     }
     let from = match walk(&t, regs, top, start) {
         Walk::Held => return Err(Refusal::FrameInRuntime),
+        Walk::Word => return Err(Refusal::WordInRuntime),
         Walk::From(from) => from,
     };
     let from = (from & !7).max(sp);
