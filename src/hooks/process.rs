@@ -35,7 +35,7 @@ fn resolve_for_children() {
     let saved = crate::sys::errno();
     crate::sys::real::resolve_all();
     super::file::real::resolve_all();
-    super::sendrecv::next::resolve_all();
+    super::mmsg::next::resolve_all();
     super::epoll::next::resolve_all();
     super::poll::next::resolve_all();
     super::fdctl::next::resolve_all();

@@ -270,23 +270,7 @@ impl FdEntry {
     }
 }
 
-/// Locks ignoring poison (a panic aborts the process anyway).
-#[inline]
-pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.try_lock() {
-        Ok(g) => g,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => lock_contended(m),
-    }
-}
-
-/// Waits for a lock another thread holds, the worker marked meanwhile as
-/// sleeping on corun's own account (`OwnWait`).
-#[cold]
-fn lock_contended<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    let _own = super::worker::OwnWait::enter();
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub use super::own_lock::lock;
 
 static TABLE: [AtomicPtr<FdEntry>; CHUNKS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];

@@ -35,6 +35,7 @@ pub mod handler_depth;
 pub mod identity;
 pub mod lone;
 pub mod netpoller;
+mod own_lock;
 pub mod park;
 pub mod preempt;
 mod preempt_asm;

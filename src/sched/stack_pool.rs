@@ -122,7 +122,7 @@ impl Worker {
         // A slab may be mapped here: the address space's lock, taken for
         // writing, waits for the other workers' page faults.
         let s = {
-            let _own = super::worker::OwnWait::enter();
+            let _own = super::own_lock::OwnWait::enter();
             pool.get(size)?
         };
         for _ in 1..BATCH {

@@ -205,39 +205,6 @@ pub fn current_worker() -> Option<&'static Worker> {
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
-/// While alive, the calling worker's thread may sleep in the kernel on
-/// corun's own account: waiting for a lock of corun's another thread holds
-/// (the holder runs, or is itself a stalled worker, reported as such), or
-/// for the address space's lock in the `mmap` of a stack slab. The
-/// watchdog judges a worker asleep in the kernel blocked "where corun
-/// cannot see"; on a loaded machine, with the lock's holder descheduled,
-/// such a sleep lasted over 100 ms and was reported (`watchdog.rs`).
-pub(super) struct OwnWait(Option<&'static Worker>);
-
-impl OwnWait {
-    #[inline]
-    pub(super) fn enter() -> Self {
-        let w = current_worker();
-        if let Some(w) = w {
-            // Only this thread writes it (a signal handler that nests
-            // restores it before the interrupted code goes on).
-            let n = w.own_wait.load(Ordering::Relaxed);
-            w.own_wait.store(n + 1, Ordering::Relaxed);
-        }
-        OwnWait(w)
-    }
-}
-
-impl Drop for OwnWait {
-    #[inline]
-    fn drop(&mut self) {
-        if let Some(w) = self.0 {
-            let n = w.own_wait.load(Ordering::Relaxed);
-            w.own_wait.store(n.saturating_sub(1), Ordering::Relaxed);
-        }
-    }
-}
-
 impl Worker {
     /// Sets the running task of the worker's thread (`CURRENT`) from the
     /// scheduler, through the slot `attach` found.
