@@ -122,6 +122,7 @@ fn learn_writes(fd: c_int) -> u8 {
     }
     // SAFETY: a zeroed statfs is a valid out-buffer.
     let mut sf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs writes at most one statfs into `sf`.
     let ok = unsafe { crate::sys::real::syscall!(libc::SYS_fstatfs, fd, &mut sf) } == 0;
     if ok && LOCAL_FS.contains(&(sf.f_type as i64)) {
         fdtable::WRITES_INLINE

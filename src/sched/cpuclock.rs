@@ -52,6 +52,16 @@ pub fn thread_cpu_ns(tid: i32) -> Option<u64> {
     clock_ns(kernel_thread_clock(tid))
 }
 
+/// CPU time of worker `w`'s thread, ns (None before it started): what the
+/// preemption monitor and the watchdog tell a computing run by.
+pub fn worker_thread_ns(w: &super::worker::Worker) -> Option<u64> {
+    let tid = w.tid.load(Ordering::Relaxed);
+    if tid <= 0 {
+        return None;
+    }
+    thread_cpu_ns(tid)
+}
+
 fn clock_ns(clk: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,

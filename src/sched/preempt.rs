@@ -304,7 +304,7 @@ fn monitor(rt: &'static Runtime) {
             if !held {
                 // A run seen for the first time: its thread's CPU time
                 // from now on tells whether it computes.
-                seen[i] = Seen::new(id, sw, now, worker_cpu_ns(w));
+                seen[i] = Seen::new(id, sw, now, super::cpuclock::worker_thread_ns(w));
                 continue;
             }
             // How long the run has computed: its thread's CPU time since
@@ -314,7 +314,7 @@ fn monitor(rt: &'static Runtime) {
             // shares the CPU out; preempting the run it was in would only
             // cost a request, a /proc read and a signal each tick (16% of
             // an Apache child's CPU on a machine with a load of 20).
-            let ran = match (seen[i].cpu, worker_cpu_ns(w)) {
+            let ran = match (seen[i].cpu, super::cpuclock::worker_thread_ns(w)) {
                 (Some(c0), Some(c1)) => c1.saturating_sub(c0),
                 _ => now.saturating_sub(seen[i].since),
             };
@@ -370,15 +370,6 @@ impl Seen {
     fn is(&self, id: u64, sw: u64) -> bool {
         (self.id, self.sw) == (id, sw)
     }
-}
-
-/// The CPU time of worker `w`'s thread (one clock_gettime).
-fn worker_cpu_ns(w: &Worker) -> Option<u64> {
-    let tid = w.tid.load(Ordering::Relaxed);
-    if tid <= 0 {
-        return None;
-    }
-    super::cpuclock::thread_cpu_ns(tid)
 }
 
 /// The trampoline left a kick's signals pending (no safe point): the

@@ -193,7 +193,7 @@ fn run(rt: &'static Runtime) {
                 // Only a report of a computing coroutine reads it: no
                 // system call per worker and period otherwise.
                 if rt.config.stall_report {
-                    active_cpu[i] = worker_cpu_ns(w).unwrap_or(0);
+                    active_cpu[i] = super::cpuclock::worker_thread_ns(w).unwrap_or(0);
                 }
             }
             if id == 0 || now.saturating_sub(seen[i].2) < stall_ns {
@@ -253,19 +253,11 @@ fn blocked_in_kernel(w: &Worker) -> bool {
     syscall_pc(tid).is_some_and(|pc| !in_foreign_code(pc))
 }
 
-/// The worker thread's CPU time, ns.
-fn worker_cpu_ns(w: &Worker) -> Option<u64> {
-    let tid = w.tid.load(Ordering::Relaxed);
-    (tid > 0)
-        .then(|| super::cpuclock::thread_cpu_ns(tid))
-        .flatten()
-}
-
 /// CPU time the worker's thread used since it read `since_cpu`: the
 /// sample was taken up to one period after the hold began, so a worker
 /// that computed the whole time shows at least the hold minus a period.
 fn computed_for(w: &Worker, since_cpu: u64) -> u64 {
-    worker_cpu_ns(w).map_or(u64::MAX / 2, |c| c.saturating_sub(since_cpu))
+    super::cpuclock::worker_thread_ns(w).map_or(u64::MAX / 2, |c| c.saturating_sub(since_cpu))
 }
 
 fn report(w: &Worker, id: u64, held_ns: u64) {
