@@ -27,7 +27,8 @@
 //! filesystem, for a file opened without O_SYNC, O_DSYNC or O_DIRECT,
 //! writes of up to `INLINE_WRITE_MAX` bytes are then made inline, as the
 //! kernel makes them natively (one look at the file's flags and
-//! filesystem per fd, kept in its `FdPolicy`): such a write waits only
+//! filesystem per fd, kept in its `FdPolicy`, learned again after an
+//! `fcntl(F_SETFL)` that sets O_DIRECT): such a write waits only
 //! when the kernel throttles a heavy writer or reads in a partial page.
 //! Larger writes, and files elsewhere (NFS, FUSE: a server answers), still
 //! go to the pool.
