@@ -12,6 +12,13 @@
  * before or during the call, the call is where it acts. A join that has
  * not returned after 10 s is reported as a failure (the thread still
  * waits) and the program exits 1. Identical natively and under corun.
+ *
+ * The cleanup handler notes whether SIGUSR2 is blocked: `sigsuspend`'s
+ * mask blocks it, the thread's own mask does not. Natively a request that
+ * comes while `sigsuspend` waits acts with the mask it waits with (glibc
+ * unwinds from its cancellation signal's handler, which interrupted the
+ * kernel's sigsuspend), and one already pending when it begins acts with
+ * the thread's own mask.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,19 +36,24 @@ static const char *names[NKINDS] = {"pause", "sigsuspend", "sigwait", "sigwaitin
 static sem_t ready;
 static volatile int cleaned[NKINDS];
 static volatile int returned[NKINDS];
+static volatile int usr2_blocked[NKINDS];
 
 static void cleanup(void *arg)
 {
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, NULL, &now);
+    usr2_blocked[(long)arg] = sigismember(&now, SIGUSR2);
     cleaned[(long)arg] = 1;
 }
 
 static void *waiter(void *arg)
 {
     long k = (long)arg;
-    sigset_t set, none;
+    sigset_t set, suspend_mask;
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
-    sigemptyset(&none);
+    suspend_mask = set;
+    sigaddset(&suspend_mask, SIGUSR2);
     struct timespec ts = {60, 0};
     int sig;
     pthread_cleanup_push(cleanup, arg);
@@ -69,8 +81,9 @@ static void *waiter(void *arg)
         break;
     case SIGSUSPEND:
     case SUSPEND_PENDING:
-        /* SIGUSR1 stays blocked: sigsuspend's mask blocks it too. */
-        sigsuspend(&set);
+        /* SIGUSR1 stays blocked: sigsuspend's mask blocks it too, and
+         * SIGUSR2 (never sent) while it waits. */
+        sigsuspend(&suspend_mask);
         break;
     case SIGWAIT:
         sigwait(&set, &sig);
@@ -118,8 +131,11 @@ int main(void)
             _exit(1);
         }
         int ok = r == 0 && res == PTHREAD_CANCELED && cleaned[k] && !returned[k];
-        printf("%s: %s: join %s, result %s, cleanup %s\n", ok ? "ok" : "FAIL", names[k], r ? strerror(r) : "0",
-               res == PTHREAD_CANCELED ? "PTHREAD_CANCELED" : "not cancelled", cleaned[k] ? "ran" : "did not run");
+        printf("%s: %s: join %s, result %s, cleanup %s%s\n", ok ? "ok" : "FAIL", names[k], r ? strerror(r) : "0",
+               res == PTHREAD_CANCELED ? "PTHREAD_CANCELED" : "not cancelled", cleaned[k] ? "ran" : "did not run",
+               k == SIGSUSPEND || k == SUSPEND_PENDING
+                   ? (usr2_blocked[k] == 1 ? " with sigsuspend's mask" : " with the thread's own mask")
+                   : "");
         if (!ok)
             failures++;
     }

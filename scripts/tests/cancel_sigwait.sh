@@ -5,7 +5,9 @@
 # PTHREAD_CANCELED; deferred and asynchronous, and a request already
 # pending when the wait begins. Before, under corun none of the five acted
 # on a cancellation and the join waited for ever (the program reports a
-# join still waiting after 10 s). Outputs are diffed natively, with
+# join still waiting after 10 s). The cleanup handler of a thread cancelled
+# while it waits in sigsuspend sees sigsuspend's mask, as natively; before,
+# corun put the thread's own mask back first. Outputs are diffed natively, with
 # CORUN_THREADS=native and under corun (1 and default workers).
 source "$(dirname "$0")/../lib.sh"
 same_everywhere cancel_sigwait "$BIN/cancel_sigwait"

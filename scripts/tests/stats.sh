@@ -22,11 +22,14 @@ for w in 1 default; do
     timer=$(stat "parks on timer" "$TMPD/err.$w")
     parks=$(stat "parks" "$TMPD/err.$w")
     stalls=$(stat "stalls" "$TMPD/err.$w")
+    held=$(stat "coroutine records held" "$TMPD/err.$w")
     # Every thread was made by main (not main itself); all 100 and main were
     # alive at once (each waits for main's byte); each thread ran at least
     # twice (before and after its read parked); each read parked once.
     [ "$spawned" = 100 ] || fail "workers=$w: spawned $spawned, expected 100"
     [ "$peak" = 101 ] || fail "workers=$w: at most $peak alive, expected 101"
+    # Every thread was joined: no record of one is held any more (main's is).
+    [ -n "$held" ] && [ "$held" -le 1 ] || fail "workers=$w: ${held:-no} coroutine records held after every join"
     [ "${switches:-0}" -ge 200 ] || fail "workers=$w: $switches switches, expected 200 or more"
     [ "${fdread:-0}" -ge 100 ] || fail "workers=$w: $fdread parks on fd read, expected 100 or more"
     [ "${timer:-0}" -ge 1 ] || fail "workers=$w: $timer parks on timer (main's sleep), expected 1 or more"

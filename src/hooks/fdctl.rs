@@ -12,8 +12,9 @@
 //! both as sharing their open file description (a socket timeout set
 //! through one is then read from the kernel for the other); `fcntl(F_SETFL)`
 //! and `ioctl(FIONBIO)` record the program's non-blocking wish (and make
-//! every cached wish be asked again: dups share it); `pipe2` records it from
-//! its flags.
+//! every cached wish be asked again: dups share it), and F_SETFL makes the
+//! fd's file-write decision be learned again (`file::flags_set`: O_DIRECT);
+//! `pipe2` records it from its flags.
 //! A `dup2`/`dup3` over an fd that calls are parked on keeps the old file
 //! for them first (`sched::fdkeep`): natively they go on with it.
 //! Bookkeeping happens for every caller, coroutine or not; fds of the
@@ -158,7 +159,10 @@ fn after_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, r: c_int) {
         return;
     }
     match cmd {
-        libc::F_SETFL => super::changed_user_nonblocking(fd, arg as c_int & libc::O_NONBLOCK != 0),
+        libc::F_SETFL => {
+            super::changed_user_nonblocking(fd, arg as c_int & libc::O_NONBLOCK != 0);
+            super::file::flags_set(fd, arg as c_int);
+        }
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => note_dup(fd, r),
         _ => {}
     }

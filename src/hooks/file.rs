@@ -27,7 +27,8 @@
 //! filesystem, for a file opened without O_SYNC, O_DSYNC or O_DIRECT,
 //! writes of up to `INLINE_WRITE_MAX` bytes are then made inline, as the
 //! kernel makes them natively (one look at the file's flags and
-//! filesystem per fd, kept in its `FdPolicy`): such a write waits only
+//! filesystem per fd, kept in its `FdPolicy`, learned again after an
+//! `fcntl(F_SETFL)` that sets O_DIRECT): such a write waits only
 //! when the kernel throttles a heavy writer or reads in a partial page.
 //! Larger writes, and files elsewhere (NFS, FUSE: a server answers), still
 //! go to the pool.
@@ -42,7 +43,7 @@ use super::cached::StatAnswer;
 use crate::sched::blocking::{run_blocking, SendPtr};
 use crate::sched::fdtable::{self, FdPolicy};
 use crate::sys::{errno, set_errno};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The real functions (the hooks below take their names).
 pub(crate) mod real {
@@ -100,14 +101,51 @@ const LOCAL_FS: [i64; 5] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994, 0xF2F
 /// A write: a small one inline on a file that takes it so, else
 /// `file_io`, which learns when RWF_NOWAIT is refused.
 fn write_io(fd: c_int, iov: *const libc::iovec, cnt: c_int, offset: i64, p: &FdPolicy) -> isize {
-    if p.file_writes.load(Ordering::Relaxed) == fdtable::WRITES_INLINE
-        && super::rw::iov_len(iov, cnt) <= INLINE_WRITE_MAX
+    if known_writes(p) == fdtable::WRITES_INLINE && super::rw::iov_len(iov, cnt) <= INLINE_WRITE_MAX
     {
         // SAFETY: the caller's writev/pwritev contract; flags 0 is plain
         // pwritev (writev at offset -1).
         return unsafe { crate::sys::real::pwritev2(fd, iov, cnt, offset, 0) };
     }
     file_io(fd, iov, cnt, offset, Some(p))
+}
+
+/// Bumped by each `fcntl(F_SETFL)` that sets O_DIRECT (`flags_set`): a
+/// write decision learned before it (`FdPolicy::file_writes`) is learned
+/// again, for every fd of that open file description (dups included). An
+/// fd opened buffered and given O_DIRECT later kept its "small writes
+/// inline" decision, and each such write waited on the worker for the
+/// device (50-200 us here, 55 ms for the first). Only O_DIRECT: servers
+/// set O_NONBLOCK on every connection, which must not make a log file's
+/// writes learn again.
+static WRITES_EPOCH: AtomicU32 = AtomicU32::new(1);
+
+/// The epoch as stored above a decision's 2 bits.
+fn writes_epoch() -> u32 {
+    WRITES_EPOCH.load(Ordering::Acquire) & (u32::MAX >> 2)
+}
+
+/// `p`'s `WRITES_*`, `WRITES_UNKNOWN` if learned before the last O_DIRECT
+/// change.
+fn known_writes(p: &FdPolicy) -> u8 {
+    let w = p.file_writes.load(Ordering::Relaxed);
+    if w >> 2 == writes_epoch() {
+        (w & 3) as u8
+    } else {
+        fdtable::WRITES_UNKNOWN
+    }
+}
+
+/// A successful `fcntl(fd, F_SETFL, flags)`: `fd`'s own decision is
+/// learned again (O_DIRECT turned off makes its writes inline again), and
+/// every fd's if the call set O_DIRECT.
+pub(crate) fn flags_set(fd: c_int, flags: c_int) {
+    if flags & libc::O_DIRECT != 0 {
+        WRITES_EPOCH.fetch_add(1, Ordering::AcqRel);
+    }
+    if let Some(e) = fdtable::get(fd) {
+        e.policy.file_writes.store(0, Ordering::Relaxed);
+    }
 }
 
 /// Whether `fd`'s small writes can be made inline (`WRITES_INLINE`):
@@ -155,10 +193,12 @@ fn file_io(
     };
     if r < 0 && errno() == libc::EOPNOTSUPP {
         if let Some(p) = writes {
-            let mut w = p.file_writes.load(Ordering::Relaxed);
+            let mut w = known_writes(p);
             if w == fdtable::WRITES_UNKNOWN {
+                let epoch = writes_epoch();
                 w = learn_writes(fd);
-                p.file_writes.store(w, Ordering::Relaxed);
+                p.file_writes
+                    .store(epoch << 2 | w as u32, Ordering::Relaxed);
             }
             if w == fdtable::WRITES_INLINE && total <= INLINE_WRITE_MAX {
                 set_errno(saved);

@@ -18,8 +18,11 @@
 //!
 //! All five are cancellation points, as natively: their parks are
 //! cancelable (`pthread_cancel` wakes them), and a due cancellation acts
-//! before each park and after it, once the call's own state (the set it
-//! waits for, `sigsuspend`'s mask) is put back.
+//! before each park and after it. A request already due when `sigsuspend`
+//! begins acts with the thread's own mask; one that comes while it waits
+//! acts with the mask it waits with, as natively (glibc unwinds from its
+//! cancellation signal's handler, which interrupted the kernel's
+//! `sigsuspend` and runs with that mask).
 //!
 //! `sched_yield` in a coroutine lets the other coroutines of its worker run
 //! (a spin loop waiting for a coroutine parked on the same worker would
@@ -254,11 +257,12 @@ fn suspend_parking(mask: Option<u64>) -> c_int {
         }
     };
     while intr.check().is_none() {
-        if t.ident.cancel_due() {
-            // The thread's own mask is back for its cleanup handlers.
-            restore(old);
-            cancel_point(&t.ident);
-        }
+        // A request that came during the wait acts with the mask the call
+        // waits with, as natively: glibc's cancellation signal interrupts
+        // the kernel's sigsuspend, whose mask its handler keeps, and
+        // unwinds from there. (The park acts on a request that lands just
+        // before it the same way.)
+        cancel_point(&t.ident);
         crate::sched::waitdesc::describe(crate::sched::waitdesc::Cause::Signal, 0);
         park_cancelable(|_| true, None);
     }

@@ -81,8 +81,10 @@ pub struct FdPolicy {
     /// The process's child-process generation when it made this socket
     /// with `socket` (0: not made here): `hooks/listener.rs`.
     pub own_gen: AtomicU64,
-    /// A regular file's `WRITES_*` (`hooks/file.rs`).
-    pub file_writes: AtomicU8,
+    /// A regular file's `WRITES_*` in the low 2 bits, above them the
+    /// `hooks/file.rs` epoch it was learned in (0: never learned): the
+    /// decision holds while no `fcntl(F_SETFL)` has set O_DIRECT since.
+    pub file_writes: AtomicU32,
     /// Which file the fd named when a call of generation `file_gen` last
     /// parked on it (`same_file`): an fd replaced behind corun's back is
     /// noticed before a call waits on the old file's registration.
@@ -120,7 +122,7 @@ impl FdPolicy {
         self.shared.store(false, Ordering::Relaxed);
         self.tcp.store(false, Ordering::Relaxed);
         self.own_gen.store(0, Ordering::Relaxed);
-        self.file_writes.store(WRITES_UNKNOWN, Ordering::Relaxed);
+        self.file_writes.store(0, Ordering::Relaxed);
     }
 
     /// Copies what was learned about `other` (dup: the new fd shares the

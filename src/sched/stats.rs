@@ -216,6 +216,10 @@ pub fn report() -> String {
     let mut line = |k: &str, v: String| out.push_str(&format!("  {k}: {v}\n"));
     line("coroutines spawned", t.spawned.to_string());
     line("coroutines alive at most", t.peak.to_string());
+    line(
+        "coroutine records held",
+        super::task::records_held().to_string(),
+    );
     line("context switches", t.switches.to_string());
     line("yields", t.yields.to_string());
     let parks: u64 = t.parks.iter().sum();

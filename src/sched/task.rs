@@ -160,6 +160,15 @@ pub fn created() -> u64 {
     NEXT_ID.load(Ordering::Relaxed) - 1
 }
 
+/// Tasks whose record was freed (the last count dropped).
+static FREED: AtomicU64 = AtomicU64::new(0);
+
+/// Task records still held: live coroutines, and ended ones a count (a
+/// joiner's handle, a waiter left in a list) still holds.
+pub fn records_held() -> u64 {
+    created().saturating_sub(FREED.load(Ordering::Relaxed))
+}
+
 impl Task {
     pub fn new(entry: Entry, stack_size: usize) -> TaskRef {
         let start_addr = entry.start_addr();
@@ -380,6 +389,7 @@ impl Task {
 
 impl Drop for Task {
     fn drop(&mut self) {
+        FREED.fetch_add(1, Ordering::Relaxed);
         // A coroutine suspended inside C frames cannot be unwound (corosensei
         // would force an unwind through them, which aborts). A task dropped
         // while suspended (nothing could ever wake it) leaks its stack instead.
