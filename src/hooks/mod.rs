@@ -302,16 +302,28 @@ pub(crate) fn write_all(
     fd: i32,
     e: &FdEntry,
     total: usize,
+    attempt: impl FnMut(i32, &FdEntry, usize) -> Option<isize>,
+) -> Written {
+    write_all_from(fd, e, total, 0, errno(), attempt)
+}
+
+/// `write_all` of a write whose first `done` bytes an attempt of the
+/// caller's sent already, `caller_errno` being errno as the program had
+/// it before that attempt.
+pub(crate) fn write_all_from(
+    fd: i32,
+    e: &FdEntry,
+    total: usize,
+    mut done: usize,
+    caller_errno: i32,
     mut attempt: impl FnMut(i32, &FdEntry, usize) -> Option<isize>,
 ) -> Written {
     let mut deadline = Deadline::default();
     // The whole write goes to one file, even when the number is replaced
     // between two parts.
     let mut at = At::new(fd, e);
-    let mut done = 0usize;
     // A count returned leaves errno alone, even after an error that ended
     // a partial write.
-    let caller_errno = errno();
     let count = |n: usize| {
         set_errno(caller_errno);
         Written::Done(n as isize)

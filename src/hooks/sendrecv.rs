@@ -26,7 +26,7 @@ use super::rw::{iov_len, iov_tail};
 use super::{
     after_nb_read, before_nb_read, before_nb_read_at, drained, eagain, entry_parks, fd_parks,
     nb_read_as_is, nonblocking_loop, nosignal_after, parking_on, program_nonblocking, read_entry,
-    sent_or_epipe, user_nonblocking, write_all, Deadline, Io, Written,
+    sent_or_epipe, user_nonblocking, write_all, write_all_from, Deadline, Io, Written,
 };
 use crate::sched::fdtable::{self, Dir};
 use crate::sys::real;
@@ -96,7 +96,32 @@ pub(crate) fn send_parking(
     alen: socklen_t,
 ) -> Option<isize> {
     let e = fdtable::get(fd)?;
-    let written = write_all(fd, e, n, |fd, _, sent| {
+    // The first send before the general loop, as `rw::write_iov` does: a
+    // reply that goes out whole returns without the loop's frames.
+    let caller_errno = crate::sys::errno();
+    // SAFETY: the caller's sendto contract.
+    let r = unsafe {
+        real::sendto(
+            fd,
+            buf,
+            n,
+            flags | libc::MSG_DONTWAIT | nosignal_after(0),
+            addr,
+            alen,
+        )
+    };
+    let mut first = 0;
+    if r >= 0 {
+        if r as usize >= n || r == 0 || user_nonblocking(fd, e) {
+            return Some(r);
+        }
+        first = r as usize;
+    } else if crate::sys::errno() != libc::EAGAIN {
+        return Some(sent_or_epipe(r, 0, flags));
+    } else {
+        crate::sys::set_errno(caller_errno);
+    }
+    let written = write_all_from(fd, e, n, first, caller_errno, |fd, _, sent| {
         // SAFETY: the caller's sendto contract, from offset `sent`.
         let r = unsafe {
             real::sendto(

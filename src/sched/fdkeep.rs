@@ -16,10 +16,16 @@
 //! one to let go of it closes it (`KeptFile`'s drop).
 //!
 //! Counting: a call enters (`enter`) after its attempt failed with EAGAIN,
-//! for the generation it saw, and leaves after its park. Both under the
-//! entry's waiter lock, which `reset` holds while it bumps the generation,
-//! so every call counted at the replacement finds its claim, and a call
-//! that entered after it sees a new generation and does not count.
+//! for the generation it saw, and leaves after its park. The count is one
+//! atomic word with the generation it counts for (`FdEntry::parked`):
+//! `reset`, under the entry's waiter lock, bumps the generation, then
+//! swaps in an empty count of the new one and hands the old count out as
+//! claims; a call's increment or decrement is a compare-exchange on a
+//! word of its own generation, so it lands either before that swap
+//! (counted, or its share given back) or fails, and the call then sees
+//! the new generation: every call counted at the replacement finds its
+//! claim, and a call that entered after it does not count. Neither takes
+//! the lock unless the generation moved.
 //! A `close` (no kept file) hands nothing: those calls fail with EBADF.
 
 use std::sync::atomic::Ordering;
@@ -76,7 +82,9 @@ pub fn keep_for_parked(fd: i32) {
     let gen = {
         let w = lock(&e.waiters);
         let gen = e.gen.load(Ordering::Acquire);
-        if w.parked == 0 || w.kept.iter().any(|k| k.gen == gen) {
+        if count_of(e.parked.load(Ordering::Acquire), gen) == 0
+            || w.kept.iter().any(|k| k.gen == gen)
+        {
             return;
         }
         gen
@@ -123,8 +131,11 @@ pub fn discard(fd: i32) {
 /// Under `w`'s lock, as generation `old` ends (`FdEntry::reset`): a file
 /// kept for it is owed to the calls parked now. Returns what nobody will
 /// claim, to be dropped (closed) after the lock is let go.
-pub(super) fn hand_over(w: &mut Waiters, old: u32) -> Vec<Kept> {
-    let parked = std::mem::take(&mut w.parked);
+pub(super) fn hand_over(w: &mut Waiters, e: &FdEntry, old: u32) -> Vec<Kept> {
+    let word = e
+        .parked
+        .swap(u64::from(old.wrapping_add(1)) << 32, Ordering::AcqRel);
+    let parked = count_of(word, old);
     if w.kept.is_empty() {
         return Vec::new();
     }
@@ -138,26 +149,57 @@ pub(super) fn hand_over(w: &mut Waiters, old: u32) -> Vec<Kept> {
     gone
 }
 
+/// The count of generation `gen` in a `FdEntry::parked` word (0 when the
+/// word is of another generation).
+fn count_of(word: u64, gen: u32) -> u32 {
+    if (word >> 32) as u32 == gen {
+        word as u32
+    } else {
+        0
+    }
+}
+
 /// A call that saw generation `gen` is about to park on `e`; false if the
 /// fd changed since (the caller tries again on what the number is now).
 pub fn enter(e: &FdEntry, gen: u32) -> bool {
-    let mut w = lock(&e.waiters);
-    if e.gen.load(Ordering::Acquire) != gen {
-        return false;
-    }
+    // Before the count: from here on, resets take the lock.
     super::lone::note_fd_wait();
-    w.parked += 1;
-    true
+    // The word first, then the generation: a word of a newer generation
+    // was swapped in after that generation was stored (`reset`), so the
+    // check below sees it and this call does not count.
+    let mut word = e.parked.load(Ordering::Acquire);
+    loop {
+        if e.gen.load(Ordering::Acquire) != gen {
+            return false;
+        }
+        let next = (u64::from(gen) << 32) | u64::from(count_of(word, gen) + 1);
+        match e
+            .parked
+            .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => return true,
+            Err(now) => word = now,
+        }
+    }
 }
 
 /// The call's park ended: if the fd was replaced meanwhile and its file
 /// kept, the call's share of it.
 pub fn leave(e: &FdEntry, gen: u32) -> Option<Arc<KeptFile>> {
-    let mut w = lock(&e.waiters);
-    if e.gen.load(Ordering::Acquire) == gen {
-        w.parked = w.parked.saturating_sub(1);
-        return None;
+    let mut word = e.parked.load(Ordering::Acquire);
+    while (word >> 32) as u32 == gen {
+        // Still counted in `gen`: the replacement (if any) has not handed
+        // the count out yet; take this call's share back.
+        let next = word - u64::from(word as u32 > 0);
+        match e
+            .parked
+            .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => return None,
+            Err(now) => word = now,
+        }
     }
+    let mut w = lock(&e.waiters);
     let i = w.kept.iter().position(|k| k.gen == gen && k.claims > 0)?;
     let k = &mut w.kept[i];
     k.claims -= 1;
@@ -238,7 +280,7 @@ mod tests {
         // A close: nothing kept, the call gets nothing (EBADF).
         e.reset();
         assert!(leave(e, g).is_none());
-        assert_eq!(lock(&e.waiters).parked, 0);
+        assert_eq!(count_of(e.parked.load(Ordering::Acquire), g), 0);
         // A kept file whose dup2 failed goes at once.
         let g = e.gen.load(Ordering::Acquire);
         assert!(enter(e, g));

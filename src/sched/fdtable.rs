@@ -59,9 +59,6 @@ pub struct Waiters {
     /// bit per worker index: each worker that has a waiter on the fd
     /// registers it with its own epoll (docs/ARCHITECTURE.md §4).
     pub on_workers: [u64; 4],
-    /// Calls of this generation between their attempt and the end of their
-    /// park (`fdkeep`): a dup2 over the fd keeps the file for them.
-    pub parked: u32,
     /// Files kept for calls parked on an earlier generation (`fdkeep`).
     pub kept: Vec<super::fdkeep::Kept>,
 }
@@ -106,6 +103,12 @@ pub struct FdEntry {
     /// EPOLLERR), 0 if none: a read may then stop short with something
     /// left for the next one, and no edge to come (`hooks/drained.rs`).
     pub undrainable_gen: AtomicU32,
+    /// Calls between their attempt and the end of their park (`fdkeep`),
+    /// as `gen << 32 | count`; the count is of generation `gen` only: a
+    /// dup2 over the fd keeps the file for them. An atomic beside `gen`
+    /// rather than under the waiter lock: a keep-alive request's read
+    /// took that lock twice more for it.
+    pub parked: AtomicU64,
     /// The fd is one of corun's own (epoll, eventfd): the program cannot
     /// close it (it would get EBADF natively: the fd would not exist).
     pub runtime: std::sync::atomic::AtomicBool,
@@ -160,12 +163,13 @@ impl FdEntry {
             if w.readers.is_empty() && w.writers.is_empty() && w.kept.is_empty() {
                 // Nobody to wake, no file kept: the common case (every
                 // open and close), with no lists taken and dropped.
-                w.parked = 0;
+                self.parked
+                    .store(u64::from(old.wrapping_add(1)) << 32, Ordering::Release);
                 self.policy.forget();
                 w.registered = 0;
                 return;
             }
-            let unclaimed = super::fdkeep::hand_over(&mut w, old);
+            let unclaimed = super::fdkeep::hand_over(&mut w, self, old);
             self.policy.forget();
             w.registered = 0;
             ((w.readers.take(), w.writers.take()), unclaimed)
