@@ -23,7 +23,8 @@
 # native against native instead.
 #
 # Prints one line per pair and, per server, the median of the
-# corun/native CPU-per-op ratios (below 1: corun uses less).
+# corun/native CPU-per-op ratios (below 1: corun uses less) over the pairs
+# whose loads had no errors.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 REPS=${PAIR_REPS:-6}
@@ -93,7 +94,7 @@ load() {
     if [ "$1" = redis ]; then
         # About as long as the HTTP loads at this machine's loaded rates.
         local rc=0
-        taskset -c "$CCPU" timeout $((DUR * 6)) redis-benchmark -p "$2" -c 50 -n $((DUR * 20000)) \
+        taskset -c "$CCPU" timeout $((DUR * 20)) redis-benchmark -p "$2" -c 50 -n $((DUR * 20000)) \
             -t get --csv >"$3.raw" 2>&1 || rc=1
         echo "$((DUR * 20000)) $(($(grep -v '^"' "$3.raw" | grep -c -i err || true) + rc))" >"$3"
     else
@@ -105,10 +106,17 @@ load() {
         echo "${n:-0} $e" >"$3"
     fi
 }
+# Stops the servers (started in a command substitution: not this shell's
+# children, so polled, not waited for) and their children.
 stop() {
-    local p
-    for p in "$@"; do kill $(pgrep -P "$p" 2>/dev/null) "$p" 2>/dev/null || true; done
-    for p in "$@"; do wait "$p" 2>/dev/null || true; done
+    local p all="$*"
+    for p in "$@"; do all="$all $( (pgrep -P "$p" 2>/dev/null || true) | tr "\n" " ")"; done
+    # shellcheck disable=SC2086
+    kill $all 2>/dev/null || true
+    for p in $all; do
+        for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+        kill -KILL "$p" 2>/dev/null || true
+    done
 }
 
 second=corun
@@ -133,9 +141,11 @@ for srv in $LIST; do
             ua = na ? ta / 1000 / na : 0; ub = nb ? tb / 1000 / nb : 0
             if (ma == "native") r = ua ? ub / ua : 0; else r = ub ? ua / ub : 0
             printf "%s %.3f us/op (%d ops) | %s %.3f us/op (%d ops) | %.4f", ma, ua, na, mb, ub, nb, r}')
-        ratios+=("${line##* }")
+        # A pair where either load failed (errors) is shown, not counted.
+        if [ "$ea" = 0 ] && [ "$eb" = 0 ]; then ratios+=("${line##* }"); fi
         echo "$srv #$rep: ${line% | *} | $( [ "$second" = corun ] && echo corun/native || echo second/first) ${line##* } | errors $ea/$eb, reply $ca/$cb"
     done
+    [ "${#ratios[@]}" -gt 0 ] || { echo "$srv: no pair without errors"; continue; }
     printf '%s\n' "${ratios[@]}" | sort -n | awk -v s="$srv" '{a[NR]=$1} END{
         m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2
         printf "%s: median CPU-per-op ratio %.3f over %d pairs (min %.3f, max %.3f)\n", s, m, NR, a[1], a[NR]}'
