@@ -161,6 +161,7 @@ pub fn select(cases: &[Case], mode: Mode) -> Result<(usize, bool), Error> {
         }
         let mut res = None;
         let mut wake = None;
+        let fd_park = has_fds.then(super::worker::FdPark::begin);
         let out = wait_once(
             |w| {
                 let cancelled = token_cancelled(&w);
@@ -200,6 +201,7 @@ pub fn select(cases: &[Case], mode: Mode) -> Result<(usize, bool), Error> {
             },
             until,
         );
+        drop(fd_park);
         if let Some(w) = wake {
             w.wake();
         }

@@ -113,6 +113,7 @@ fn reset_worker(w: &'static Worker) {
     }
     std::mem::forget(w.local.timers.replace(Timers::new()));
     w.load.store(1, Ordering::Relaxed);
+    w.local.fd_parks.set(0);
     super::stats::live_after_fork();
     w.sleeping.store(false, Ordering::Relaxed);
     w.napping.store(false, Ordering::Relaxed);

@@ -421,6 +421,7 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
     describe(cause, fd as u64);
     let my_id = current_id();
     let mut my_token = 0;
+    let fd_park = super::worker::FdPark::begin();
     let woken = park_cancelable(
         |w| {
             if let Waiter::Task { token, .. } = &w {
@@ -441,6 +442,7 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
         },
         deadline,
     );
+    drop(fd_park);
     cancel_point_after_park();
     if outcome != FdWait::Ready {
         return outcome;
@@ -471,6 +473,7 @@ pub fn park_until_ready(fd: i32, dir: Dir, seen: Snapshot, deadline: Option<u64>
 /// the park.
 pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64>) -> Woken {
     describe(Cause::Poll, waits.first().map_or(u64::MAX, |w| w.0 as u64));
+    let fd_park = super::worker::FdPark::begin();
     let woken = park_cancelable(
         |w| {
             for &(fd, dir, seen) in waits {
@@ -484,6 +487,7 @@ pub fn park_until_any_ready(waits: &[(i32, Dir, Snapshot)], deadline: Option<u64
         },
         deadline,
     );
+    drop(fd_park);
     cancel_point_after_park();
     woken
 }

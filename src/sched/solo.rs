@@ -4,13 +4,20 @@
 //! own `epoll_wait`. Parked the usual way, each wait that finds nothing
 //! costs three epoll calls: the program's with a zero timeout, the
 //! worker's blocking one (the program's epoll fd is in it), and the
-//! program's again once woken; natively it is one. When the coroutine is
-//! the only live task of its worker and nothing is queued there, nothing
-//! else could run on the worker meanwhile: the hook may block in the
+//! program's again once woken; natively it is one. When nothing is queued
+//! on the coroutine's worker, no timer is set there and no other task of
+//! the worker waits on an fd (`Worker::fd_parks`), nothing else could run
+//! there until something wakes the worker: the hook may block in the
 //! program's own call instead (`hooks/epoll_solo.rs`), with the worker's
 //! wake eventfd added to the program's epoll set, so that whatever would
-//! have woken the sleeping worker (a task placed here, a signal to route,
-//! a stolen task) ends that call too.
+//! have woken the sleeping worker (a task placed here, a task of this
+//! worker woken from another thread, a signal to route, a stolen task)
+//! ends that call too. Other tasks may be parked there on anything else
+//! (a condition variable, a join, a channel): their wake-ups come through
+//! that eventfd or from the coroutine itself. Redis's background threads,
+//! waiting on condition variables, took the solo wait from its event loop
+//! whenever one of them was homed on the loop's worker: four epoll calls
+//! a wait instead of one.
 //!
 //! `sleep_solo` is the worker's sleep, as in `netpoller.rs`: it announces
 //! `sleeping`, re-checks the shared queues, and only then blocks; a
@@ -25,9 +32,9 @@ use std::sync::atomic::{fence, Ordering};
 use super::runtime::runtime;
 use super::worker::{current_task_ptr, current_worker, Worker};
 
-/// The wake eventfd of the running coroutine's worker, if the coroutine
-/// is that worker's only live task, nothing is queued or due there, and
-/// the worker's thread has its own epoll (not a forked child's stale one).
+/// The wake eventfd of the running coroutine's worker, if nothing is
+/// queued or due there, no other task of it is parked on an fd, and the
+/// worker's thread has its own epoll (not a forked child's stale one).
 pub fn solo_wake_fd() -> Option<i32> {
     let w = solo_worker()?;
     w.renewed();
@@ -44,9 +51,8 @@ fn solo_worker() -> Option<&'static Worker> {
         return None;
     }
     let w = current_worker()?;
-    let alone = w.load.load(Ordering::Relaxed) == 1
-        && !w.has_other_work()
-        && w.local.timers.borrow().is_empty();
+    let alone =
+        w.local.fd_parks.get() == 0 && !w.has_other_work() && w.local.timers.borrow().is_empty();
     alone.then_some(w)
 }
 

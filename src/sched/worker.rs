@@ -172,6 +172,10 @@ pub(super) struct Local {
     /// must not block has no readiness to find, and skips the syscall
     /// (`netpoller.rs`).
     pub(super) watches_fds: Cell<bool>,
+    /// Tasks of this worker parked on fds now (`FdPark`): readiness only
+    /// this worker's epoll sees, so its running coroutine may not block
+    /// in an epoll set of its own meanwhile (`solo.rs`).
+    pub(super) fd_parks: Cell<u32>,
     pub(super) overflow_slot: Cell<*const Cell<*const overflow::Running>>,
     /// Free heap blocks of the tasks' size (`sys::block_cache`).
     pub(super) blocks: BlockCache,
@@ -196,6 +200,33 @@ unsafe impl Sync for Local {}
 pub(super) use crate::sys::static_tls::Current as CURRENT;
 /// The worker driven by this thread (initial-exec TLS: `sys::static_tls`).
 pub(super) use crate::sys::static_tls::WorkerWord as WORKER;
+
+/// A coroutine of this thread's worker is parked on fds while this lives
+/// (`park.rs`, `chan_select.rs`). Tasks never change worker once started,
+/// so the count goes up and down on the same thread. A handler that
+/// leaves the park by `longjmp` skips the drop: the count stays high and
+/// the worker's loop only loses its solo waits, never a wake-up.
+pub(super) struct FdPark(Option<&'static Worker>);
+
+impl FdPark {
+    pub(super) fn begin() -> Self {
+        let w = current_worker();
+        if let Some(w) = w {
+            w.local.fd_parks.set(w.local.fd_parks.get() + 1);
+        }
+        FdPark(w)
+    }
+}
+
+impl Drop for FdPark {
+    fn drop(&mut self) {
+        if let Some(w) = self.0 {
+            w.local
+                .fd_parks
+                .set(w.local.fd_parks.get().saturating_sub(1));
+        }
+    }
+}
 
 /// The worker driven by this thread.
 #[inline]
@@ -293,6 +324,7 @@ impl Worker {
                 current_slot: Cell::new(std::ptr::null()),
                 tls_offsets: Cell::new(TlsOffsets::default()),
                 watches_fds: Cell::new(false),
+                fd_parks: Cell::new(0),
                 overflow_slot: Cell::new(std::ptr::null()),
                 blocks: BlockCache::new(),
                 slice_mark: Cell::new(super::slice::NONE),

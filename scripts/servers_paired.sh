@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Event-driven servers natively and under corun AT THE SAME TIME: the
+# server CPU time per operation of each, and their ratio.
+#
+# Why: `make bench` (bench_servers.sh) runs the native server, then the
+# corun one, each alone, and compares req/s. On this 2-CPU machine shared
+# with other work, one 4-second run of a single-process event loop swings
+# by 10-20% from the one before it (lighttpd's 4 native runs in
+# bench/RESULTS.md: 76,061-81,462 req/s; its corun ones 67,005-78,025), so
+# 4 repetitions cannot tell 0.97x from 1.00x. Here both copies of the
+# server run on the same CPU, each with its own load generator on another
+# CPU, over the same seconds: whatever else the machine does hits both,
+# and each one's CPU time per operation (the sum of its threads' run time
+# from /proc/PID/task/*/schedstat, in ns, not clock ticks) is compared
+# with the other's. A run with native against native shows the noise
+# left (PAIR_SELF=1).
+#
+# Usage: scripts/servers_paired.sh [lighttpd|nginx|redis ...]
+# Environment: PAIR_REPS=6 (pairs per server; which copy is started first
+# and gets which port alternates), PAIR_DURATION=5 s, PAIR_SRV_CPU=1,
+# PAIR_CLI_CPU=0, PAIR_PORT=first of two ports (default: free ones),
+# BENCH_LIB the libcorun.so to measure (default: this tree's), PAIR_SELF=1
+# native against native instead.
+#
+# Prints one line per pair and, per server, the median of the
+# corun/native CPU-per-op ratios (below 1: corun uses less) over the pairs
+# whose loads had no errors.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+REPS=${PAIR_REPS:-6}
+DUR=${PAIR_DURATION:-5}
+SCPU=${PAIR_SRV_CPU:-1}
+CCPU=${PAIR_CLI_CPU:-0}
+CLIB=${BENCH_LIB:-$LIB}
+LIST=${*:-lighttpd nginx redis}
+export PATH="$PATH:/usr/sbin"
+ulimit -n "$(ulimit -Hn)"
+
+W="$TMPD/paired"
+mkdir -p "$W/htdocs"
+chmod 755 "$TMPD" "$W" "$W/htdocs"
+head -c 450 /dev/urandom | base64 -w 76 | head -c 600 >"$W/htdocs/index.html"
+chmod 644 "$W/htdocs/index.html"
+FILE_MD5=$(md5sum <"$W/htdocs/index.html")
+
+# Run time in ns of every thread of a process and its children.
+tree_ns() {
+    local p t=0 n
+    for p in $1 $(pgrep -P "$1" 2>/dev/null); do
+        for n in $(cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{print $1}'); do
+            t=$((t + n))
+        done
+    done
+    echo "$t"
+}
+# start MODE SERVER PORT: the server pinned to $SCPU; prints its pid.
+start() {
+    local mode=$1 srv=$2 port=$3 d="$W/$2-$3"
+    mkdir -p "$d/logs"
+    local -a cmd
+    case $srv in
+    lighttpd)
+        printf '%s\n' "server.document-root = \"$W/htdocs\"" 'server.bind = "127.0.0.1"' \
+            "server.port = $port" "server.errorlog = \"$d/error.log\"" 'server.max-connections = 4096' \
+            'mimetype.assign = (".html" => "text/html")' 'index-file.names = ("index.html")' >"$d/l.conf"
+        cmd=(lighttpd -D -f "$d/l.conf") ;;
+    nginx)
+        printf '%s\n' 'worker_processes 1;' "error_log $d/logs/error.log;" "pid $d/nginx.pid;" \
+            'events { worker_connections 4096; }' \
+            "http { access_log off; server { listen 127.0.0.1:$port; root $W/htdocs; location / { } } }" >"$d/n.conf"
+        cmd=(nginx -p "$d" -c "$d/n.conf" -g 'daemon off;') ;;
+    redis)
+        cmd=(redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no
+            --daemonize no --loglevel warning --dir "$d") ;;
+    esac
+    if [ "$mode" = corun ]; then
+        LD_PRELOAD="$CLIB" taskset -c "$SCPU" "${cmd[@]}" >"$d/out" 2>&1 &
+    else
+        taskset -c "$SCPU" "${cmd[@]}" >"$d/out" 2>&1 &
+    fi
+    echo $!
+}
+# check SERVER PORT: ok when a reply is the expected one.
+check() {
+    if [ "$1" = redis ]; then
+        redis-cli -p "$2" set pair-key "v$2" >/dev/null 2>&1 || true
+        [ "$(redis-cli -p "$2" get pair-key 2>/dev/null)" = "v$2" ] && echo ok || echo WRONG
+    else
+        [ "$(curl -s --max-time 5 "http://127.0.0.1:$2/index.html" | md5sum)" = "$FILE_MD5" ] && echo ok || echo WRONG
+    fi
+}
+# load SERVER PORT OUT: on $CCPU; OUT gets "ops errors".
+load() {
+    if [ "$1" = redis ]; then
+        # About as long as the HTTP loads at this machine's loaded rates.
+        local rc=0
+        taskset -c "$CCPU" timeout $((DUR * 20)) redis-benchmark -p "$2" -c 50 -n $((DUR * 20000)) \
+            -t get --csv >"$3.raw" 2>&1 || rc=1
+        echo "$((DUR * 20000)) $(($(grep -v '^"' "$3.raw" | grep -c -i err || true) + rc))" >"$3"
+    else
+        taskset -c "$CCPU" timeout $((DUR + 10)) wrk -t1 -c100 -d"${DUR}s" --timeout 5s "http://127.0.0.1:$2/index.html" >"$3.raw" 2>&1 || true
+        local n e
+        n=$(awk '/requests in/{print $1}' "$3.raw")
+        e=$(sed -n 's/.*Socket errors: connect \([0-9]*\), read \([0-9]*\), write \([0-9]*\), timeout \([0-9]*\).*/\1 \2 \3 \4/p' "$3.raw" | awk '{print $1+$2+$3+$4}')
+        e=$((${e:-0} + $(sed -n 's/.*Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$3.raw" | awk '{s+=$1} END{print s+0}')))
+        echo "${n:-0} $e" >"$3"
+    fi
+}
+# Stops the servers (started in a command substitution: not this shell's
+# children, so polled, not waited for) and their children.
+stop() {
+    local p all="$*"
+    for p in "$@"; do all="$all $( (pgrep -P "$p" 2>/dev/null || true) | tr "\n" " ")"; done
+    # shellcheck disable=SC2086
+    kill $all 2>/dev/null || true
+    for p in $all; do
+        for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+        kill -KILL "$p" 2>/dev/null || true
+    done
+}
+
+second=corun
+[ "${PAIR_SELF:-0}" = 1 ] && second=native
+for srv in $LIST; do
+    ratios=()
+    for rep in $(seq 1 "$REPS"); do
+        if (( rep % 2 )); then ma=native mb=$second; else ma=$second mb=native; fi
+        if [ -n "${PAIR_PORT:-}" ]; then pa=$PAIR_PORT pb=$((PAIR_PORT + 1)); else pa=$(free_port) pb=$(free_port); fi
+        ida=$(start "$ma" "$srv" "$pa"); idb=$(start "$mb" "$srv" "$pb")
+        wait_port "$pa"; wait_port "$pb"
+        sleep 0.5
+        ca=$(check "$srv" "$pa"); cb=$(check "$srv" "$pb")
+        ta=$(tree_ns "$ida"); tb=$(tree_ns "$idb")
+        load "$srv" "$pa" "$W/la" & la=$!
+        load "$srv" "$pb" "$W/lb" & lb=$!
+        wait $la $lb || true
+        ta=$(( $(tree_ns "$ida") - ta )); tb=$(( $(tree_ns "$idb") - tb ))
+        stop "$ida" "$idb"
+        read -r na ea <"$W/la"; read -r nb eb <"$W/lb"
+        line=$(awk -v ma="$ma" -v mb="$mb" -v ta="$ta" -v tb="$tb" -v na="$na" -v nb="$nb" 'BEGIN{
+            ua = na ? ta / 1000 / na : 0; ub = nb ? tb / 1000 / nb : 0
+            if (ma == "native") r = ua ? ub / ua : 0; else r = ub ? ua / ub : 0
+            printf "%s %.3f us/op (%d ops) | %s %.3f us/op (%d ops) | %.4f", ma, ua, na, mb, ub, nb, r}')
+        # A pair where either load failed (errors) is shown, not counted.
+        if [ "$ea" = 0 ] && [ "$eb" = 0 ]; then ratios+=("${line##* }"); fi
+        echo "$srv #$rep: ${line% | *} | $( [ "$second" = corun ] && echo corun/native || echo second/first) ${line##* } | errors $ea/$eb, reply $ca/$cb"
+    done
+    [ "${#ratios[@]}" -gt 0 ] || { echo "$srv: no pair without errors"; continue; }
+    printf '%s\n' "${ratios[@]}" | sort -n | awk -v s="$srv" '{a[NR]=$1} END{
+        m = NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2
+        printf "%s: median CPU-per-op ratio %.3f over %d pairs (min %.3f, max %.3f)\n", s, m, NR, a[1], a[NR]}'
+done
