@@ -61,7 +61,7 @@ impl<T> Fifo<T> {
         // The slot is free (`None`): written without a drop of what it held
         // (a test and a branch per push); were it not, its value would
         // leak, never be dropped twice.
-        let old = std::mem::replace(slot, Some(t));
+        let old = slot.replace(t);
         debug_assert!(old.is_none(), "a free slot of the FIFO held a value");
         std::mem::forget(old);
         self.len += 1;
