@@ -24,6 +24,7 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config) # scripts/tests/inst
 command -v go >/dev/null 2>&1 || need+=(golang-go) # scripts/tests/go_programs.sh, go_cgo.sh (and make bench: Go's channels)
 command -v groff >/dev/null 2>&1 || need+=(groff-base) # scripts/tests/install.sh: the man pages render
 command -v gdb >/dev/null 2>&1 || need+=(gdb)       # scripts/tests/gdb_ext.sh: scripts/corun-gdb.py
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind) # scripts/tests/yield_instructions.sh: callgrind
 [ -x /usr/sbin/vsftpd ] || need+=(vsftpd)           # scripts/tests/vsftpd_session.sh
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)     # scripts/tests/sshd_session.sh
 if [ "${1:-}" = servers ]; then

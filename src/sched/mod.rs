@@ -28,6 +28,7 @@ pub mod dump;
 pub mod fdkeep;
 pub mod fdpolicy;
 pub mod fdtable;
+mod fifo;
 mod foreign_stack;
 pub mod fork;
 pub mod fork_injector;

@@ -154,6 +154,14 @@ impl Worker {
         }
     }
 
+    /// `prefetch_next` with the queue's length known (`n`).
+    #[inline(always)]
+    pub(super) fn prefetch_next_of(&self, rq: &RunQueue<TaskRef>, n: usize) {
+        if n >= MIN_READY {
+            self.prefetch_ready(rq);
+        }
+    }
+
     #[inline(never)]
     fn prefetch_ready(&self, rq: &RunQueue<TaskRef>) {
         if let Some(t) = rq.ready(1) {

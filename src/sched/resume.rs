@@ -14,9 +14,10 @@ use super::task::{Entry, TaskRef};
 use super::worker::{Worker, CURRENT, WORKER};
 
 impl Worker {
-    /// Runs one task until it suspends or finishes.
+    /// Runs one task until it suspends or finishes; true if it ended
+    /// (`run_task_inline`).
     #[inline(never)]
-    pub(super) fn run_task(&'static self, t: TaskRef) {
+    pub(super) fn run_task(&'static self, t: TaskRef) -> bool {
         let woken = self.local.run_queue.borrow().has_woken();
         self.run_task_inline(t, woken)
     }
@@ -25,16 +26,18 @@ impl Worker {
     /// queued task (`run_loop.rs`): a switch there then saves the call and
     /// the second save of the registers the coroutine switch clobbers.
     /// `woken`: whether a task that woke, yielded or was spawned waits in
-    /// the local run queue (the caller looked already).
+    /// the local run queue (the caller looked already). True if the task
+    /// ended (returned, exited, or could not start): only then can the
+    /// scheduler loop's stop condition have changed (`run_loop.rs`).
     #[inline(always)]
-    pub(super) fn run_task_inline(&'static self, t: TaskRef, woken: bool) {
+    pub(super) fn run_task_inline(&'static self, t: TaskRef, woken: bool) -> bool {
         let tp = Arc::as_ptr(&t);
         // SAFETY: only this worker touches `coro` and `stack` of a task it
         // runs (the task is out of every queue while it runs); the look
         // ends before `start_coroutine` takes its own reference.
         let never_ran = unsafe { (*t.coro.get()).is_none() };
         if never_ran && !self.start_coroutine(&t) {
-            return;
+            return true;
         }
         // SAFETY: as above; no other reference to `coro` is live now.
         let coro = unsafe { &mut *t.coro.get() };
@@ -87,19 +90,25 @@ impl Worker {
                 } else {
                     self.push_local(t);
                 }
+                false
             }
             Resumed::Suspended if t.exiting.get() => {
                 // SAFETY: pthread_exit suspended for good; its C frames own
                 // nothing corun must drop (C has no destructors to run).
                 unsafe { co.abandon() };
                 self.finish(t, false);
+                true
             }
             Resumed::Suspended => {
                 if t.finish_park() {
                     self.push_local(t);
                 }
+                false
             }
-            Resumed::Finished => self.finish(t, false),
+            Resumed::Finished => {
+                self.finish(t, false);
+                true
+            }
         }
     }
 
