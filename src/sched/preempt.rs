@@ -255,6 +255,9 @@ fn monitor(rt: &'static Runtime) {
     // server whose runs are all short is sampled 200 times a second.
     let mut busy: Option<u64> = None;
     let mut last_sent = 0u64;
+    // The objects, for the safe-point test of a fault handler that may
+    // park (`interrupted_at_safe_point`), before any preemption is made.
+    super::preempt_safe::refresh();
     loop {
         if super::confined::is() {
             return;
@@ -492,22 +495,47 @@ fn interrupted_sp(_uc: *mut c_void) -> Option<usize> {
 /// handlers where it is. Called by the trampoline, inside its own count of
 /// `in_async_signal_handler`.
 pub fn redirect_for_signals(uc: *mut c_void) -> bool {
+    switchable_at(uc).is_some_and(|(lo, top, start)| redirect(uc, lo, top, start).is_ok())
+}
+
+/// Whether the running coroutine, interrupted where `uc` says by the one
+/// signal the kernel delivers on this thread, could be preempted there:
+/// preemption on, not in a handler, not holding a FILE lock, and the code
+/// at a safe point (none of its frames in runtime code). A fault there
+/// may then run a handler that parks (`hooks/sigfault.rs`).
+pub fn interrupted_at_safe_point(uc: *mut c_void) -> bool {
+    switchable_at(uc).is_some_and(|(_, top, start)| safe_point(uc, top, start).is_ok())
+}
+
+/// The interrupted stack's bounds and the coroutine's start function, when
+/// preemption may look at the point `uc` interrupted.
+fn switchable_at(uc: *mut c_void) -> Option<(usize, usize, usize)> {
     if !enabled() || uc.is_null() || super::confined::is() || in_signal_handler() {
-        return false;
+        return None;
     }
     if super::park::async_signal_depth() != 1 {
-        return false;
+        return None;
     }
-    let (Some(w), Some(t)) = (current_worker(), current()) else {
-        return false;
-    };
+    let (w, t) = (current_worker()?, current()?);
     if t.id != w.running_id.load(Ordering::Relaxed) || FILE_LOCKS.get() != 0 {
-        return false;
+        return None;
     }
-    let Some((lo, top)) = interrupted_stack(uc, w.index) else {
-        return false;
-    };
-    redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed)).is_ok()
+    let (lo, top) = interrupted_stack(uc, w.index)?;
+    Some((lo, top, w.running_start_addr.load(Ordering::Relaxed)))
+}
+
+/// The safe-point test on the registers `uc` holds.
+#[cfg(target_arch = "x86_64")]
+fn safe_point(uc: *mut c_void, top: usize, start: usize) -> Result<(), Refusal> {
+    // SAFETY: the kernel's ucontext for this delivery (non-null: checked
+    // by `switchable_at`), read only.
+    let uc = unsafe { &*(uc as *const libc::ucontext_t) };
+    super::preempt_safe::is_safe_point(&dwarf_registers(&uc.uc_mcontext.gregs), top, start)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn safe_point(_uc: *mut c_void, _top: usize, _start: usize) -> Result<(), Refusal> {
+    Err(Refusal::PcInRuntime)
 }
 
 /// Whether the ucontext was rewritten to enter `corun_async_preempt`.
