@@ -2,7 +2,7 @@
 # as SBCL's garbage collector waits inside its allocation trap's SIGTRAP
 # handler for every other thread to stop: the handler runs as the faulting
 # coroutine's own code when the fault interrupted it at a safe point
-# (src/hooks/sigfault.rs), so its semaphore wait parks. It blocked the
+# (src/sched/fault_park.rs), so its semaphore wait parks. It blocked the
 # worker before: on one worker the thread that answers never ran, and each
 # of the handler's waits timed out. The same output natively, with
 # interposition off, on one worker and the default: every trap answered,

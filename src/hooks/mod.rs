@@ -126,7 +126,6 @@ pub mod sendfile;
 pub mod sendrecv;
 pub mod sigaction;
 pub mod sigdeliver;
-pub mod sigfault;
 pub mod sigmask;
 pub mod signal;
 pub mod sigpreempt;

@@ -225,7 +225,7 @@ fn run_deferred(t: &Task) {
     set_errno(saved);
 }
 
-pub(super) fn uc_mask(uc: &libc::ucontext_t) -> u64 {
+fn uc_mask(uc: &libc::ucontext_t) -> u64 {
     // SAFETY: sigset_t is at least 8 bytes; the first 8 are the kernel's.
     unsafe { *(&uc.uc_sigmask as *const libc::sigset_t as *const u64) }
 }
@@ -314,13 +314,7 @@ fn is_kick(info: &Info) -> bool {
 
 /// Runs `t`'s handler for `sig` in place, then whatever became deliverable
 /// when its mask came back (as the kernel does at sigreturn).
-pub(super) fn in_place(
-    t: &Task,
-    sig: c_int,
-    info: *mut siginfo_t,
-    uc: *mut c_void,
-    on_stack: bool,
-) {
+fn in_place(t: &Task, sig: c_int, info: *mut siginfo_t, uc: *mut c_void, on_stack: bool) {
     let i = sig as usize;
     let h = HANDLER[i].load(Ordering::Acquire);
     let flags = FLAGS[i].load(Ordering::Acquire);
@@ -415,9 +409,11 @@ fn deliver_to(
             }
         }
     } else if is_fault(sig, inf) {
-        // At a safe point on its own stack, its waits may park.
-        if !(on_stack && super::sigfault::run_parkable(t, sig, info, uc)) {
-            in_place(t, sig, info, uc, on_stack);
+        if on_stack {
+            // Its waits may park (`sched::fault_park`).
+            sched::fault_park::run(uc, || in_place(t, sig, info, uc, true));
+        } else {
+            in_place(t, sig, info, uc, false);
         }
     } else if to_this_thread(sig, inf) {
         if open && on_stack {

@@ -222,6 +222,10 @@ pub fn ensure_started(rt: &'static Runtime) {
     if !enabled() || STARTED.load(Ordering::Relaxed) || STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
+    // The objects, for the safe-point test of a fault handler that may
+    // park (`fault_at_safe_point`), from the first thread on: published
+    // here, before the monitor runs (which refreshes them from then on).
+    super::preempt_safe::refresh();
     let started = super::confined::spawn_helper(Box::new(move || {
         crate::sys::block_all_signals();
         monitor(rt);
@@ -255,9 +259,6 @@ fn monitor(rt: &'static Runtime) {
     // server whose runs are all short is sampled 200 times a second.
     let mut busy: Option<u64> = None;
     let mut last_sent = 0u64;
-    // The objects, for the safe-point test of a fault handler that may
-    // park (`interrupted_at_safe_point`), before any preemption is made.
-    super::preempt_safe::refresh();
     loop {
         if super::confined::is() {
             return;
@@ -495,25 +496,26 @@ fn interrupted_sp(_uc: *mut c_void) -> Option<usize> {
 /// handlers where it is. Called by the trampoline, inside its own count of
 /// `in_async_signal_handler`.
 pub fn redirect_for_signals(uc: *mut c_void) -> bool {
+    if in_signal_handler() || super::park::async_signal_depth() != 1 {
+        return false;
+    }
     switchable_at(uc).is_some_and(|(lo, top, start)| redirect(uc, lo, top, start).is_ok())
 }
 
-/// Whether the running coroutine, interrupted where `uc` says by the one
-/// signal the kernel delivers on this thread, could be preempted there:
-/// preemption on, not in a handler, not holding a FILE lock, and the code
-/// at a safe point (none of its frames in runtime code). A fault there
-/// may then run a handler that parks (`hooks/sigfault.rs`).
-pub fn interrupted_at_safe_point(uc: *mut c_void) -> bool {
+/// Whether the running coroutine, interrupted by a fault where `uc` says
+/// and now in that fault's handler (the only one running on this thread),
+/// could have been preempted at that point: preemption on, not holding a
+/// FILE lock, and the code at a safe point (none of its frames in runtime
+/// code). The handler may then park (`fault_park`).
+pub fn fault_at_safe_point(uc: *mut c_void) -> bool {
     switchable_at(uc).is_some_and(|(_, top, start)| safe_point(uc, top, start).is_ok())
 }
 
 /// The interrupted stack's bounds and the coroutine's start function, when
-/// preemption may look at the point `uc` interrupted.
+/// preemption may look at the point `uc` interrupted (the caller checks
+/// which handlers run).
 fn switchable_at(uc: *mut c_void) -> Option<(usize, usize, usize)> {
-    if !enabled() || uc.is_null() || super::confined::is() || in_signal_handler() {
-        return None;
-    }
-    if super::park::async_signal_depth() != 1 {
+    if !enabled() || uc.is_null() || super::confined::is() {
         return None;
     }
     let (w, t) = (current_worker()?, current()?);
