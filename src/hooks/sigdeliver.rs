@@ -409,7 +409,12 @@ fn deliver_to(
             }
         }
     } else if is_fault(sig, inf) {
-        in_place(t, sig, info, uc, on_stack);
+        if on_stack {
+            // Its waits may park (`sched::fault_park`).
+            sched::fault_park::run(uc, || in_place(t, sig, info, uc, true));
+        } else {
+            in_place(t, sig, info, uc, false);
+        }
     } else if to_this_thread(sig, inf) {
         if open && on_stack {
             in_place(t, sig, info, uc, true);

@@ -25,6 +25,7 @@ pub mod cpuclock;
 pub mod deadline;
 pub mod debugreg;
 pub mod dump;
+pub mod fault_park;
 pub mod fdkeep;
 pub mod fdpolicy;
 pub mod fdtable;

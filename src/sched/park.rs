@@ -71,7 +71,7 @@ pub enum FdWait {
 #[inline]
 pub fn in_coroutine() -> bool {
     !current_task_ptr().is_null()
-        && (SIGNAL_DEPTH::get() == 0 || ASYNC_DEPTH::get() == 0)
+        && (SIGNAL_DEPTH::get() == 0 || ASYNC_DEPTH::get() == 0 || super::fault_park::convert())
         && !super::confined::is()
 }
 

@@ -222,6 +222,10 @@ pub fn ensure_started(rt: &'static Runtime) {
     if !enabled() || STARTED.load(Ordering::Relaxed) || STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
+    // The objects, for the safe-point test of a fault handler that may
+    // park (`fault_at_safe_point`), from the first thread on: published
+    // here, before the monitor runs (which refreshes them from then on).
+    super::preempt_safe::refresh();
     let started = super::confined::spawn_helper(Box::new(move || {
         crate::sys::block_all_signals();
         monitor(rt);
@@ -492,22 +496,48 @@ fn interrupted_sp(_uc: *mut c_void) -> Option<usize> {
 /// handlers where it is. Called by the trampoline, inside its own count of
 /// `in_async_signal_handler`.
 pub fn redirect_for_signals(uc: *mut c_void) -> bool {
-    if !enabled() || uc.is_null() || super::confined::is() || in_signal_handler() {
+    if in_signal_handler() || super::park::async_signal_depth() != 1 {
         return false;
     }
-    if super::park::async_signal_depth() != 1 {
-        return false;
+    switchable_at(uc).is_some_and(|(lo, top, start)| redirect(uc, lo, top, start).is_ok())
+}
+
+/// Whether the running coroutine, interrupted by a fault where `uc` says
+/// and now in that fault's handler (the only one running on this thread),
+/// could have been preempted at that point: preemption on, not holding a
+/// FILE lock, and the code at a safe point (none of its frames in runtime
+/// code). The handler may then park (`fault_park`).
+pub fn fault_at_safe_point(uc: *mut c_void) -> bool {
+    switchable_at(uc).is_some_and(|(_, top, start)| safe_point(uc, top, start).is_ok())
+}
+
+/// The interrupted stack's bounds and the coroutine's start function, when
+/// preemption may look at the point `uc` interrupted (the caller checks
+/// which handlers run).
+fn switchable_at(uc: *mut c_void) -> Option<(usize, usize, usize)> {
+    if !enabled() || uc.is_null() || super::confined::is() {
+        return None;
     }
-    let (Some(w), Some(t)) = (current_worker(), current()) else {
-        return false;
-    };
+    let (w, t) = (current_worker()?, current()?);
     if t.id != w.running_id.load(Ordering::Relaxed) || FILE_LOCKS.get() != 0 {
-        return false;
+        return None;
     }
-    let Some((lo, top)) = interrupted_stack(uc, w.index) else {
-        return false;
-    };
-    redirect(uc, lo, top, w.running_start_addr.load(Ordering::Relaxed)).is_ok()
+    let (lo, top) = interrupted_stack(uc, w.index)?;
+    Some((lo, top, w.running_start_addr.load(Ordering::Relaxed)))
+}
+
+/// The safe-point test on the registers `uc` holds.
+#[cfg(target_arch = "x86_64")]
+fn safe_point(uc: *mut c_void, top: usize, start: usize) -> Result<(), Refusal> {
+    // SAFETY: the kernel's ucontext for this delivery (non-null: checked
+    // by `switchable_at`), read only.
+    let uc = unsafe { &*(uc as *const libc::ucontext_t) };
+    super::preempt_safe::is_safe_point(&dwarf_registers(&uc.uc_mcontext.gregs), top, start)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn safe_point(_uc: *mut c_void, _top: usize, _start: usize) -> Result<(), Refusal> {
+    Err(Refusal::PcInRuntime)
 }
 
 /// Whether the ucontext was rewritten to enter `corun_async_preempt`.
