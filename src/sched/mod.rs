@@ -41,6 +41,7 @@ mod own_lock;
 pub mod park;
 pub mod preempt;
 mod preempt_asm;
+mod preempt_monitor;
 mod preempt_refusals;
 mod preempt_safe;
 mod preempt_table;

@@ -1,0 +1,185 @@
+//! The preemption monitor: a thread of corun's own (started by
+//! `preempt::ensure_started`, every signal blocked, never touching
+//! worker-local state) that samples each worker's running task and switch
+//! count, decides when a run has computed long enough that a waiting task,
+//! a due timer, a signal or a cancellation should have the worker, and
+//! sends that worker the preemption request. What the request does, and
+//! when the handler refuses it, is `preempt.rs`; this file only decides
+//! when to ask (the policy is described at the top of `preempt.rs`,
+//! "Who decides").
+
+use std::sync::atomic::Ordering;
+
+use super::preempt::{
+    async_cancel_due, GRANULARITY_NS, NEXT_TIMER, SENT, SIGNAL, SLICE_NS, VALUE, WANT,
+};
+use super::runtime::Runtime;
+use super::siginfo;
+use super::worker::Worker;
+
+pub(super) fn monitor(rt: &'static Runtime) {
+    let slice = SLICE_NS.load(Ordering::Relaxed);
+    let granularity = GRANULARITY_NS.min(slice);
+    let idle_tick = (slice / 2).max(granularity);
+    // Per worker: the run last seen, since when, and its thread's CPU
+    // time then.
+    let mut seen: Vec<Seen> = vec![Seen::default(); rt.workers.len()];
+    // While a run is in progress (one seen computing at two samples, or a
+    // preemption made within the last slice): sleep to the sooner of a
+    // granularity and the first due timer of a worker running something
+    // with others waiting (200 us at least). Otherwise half a slice: a
+    // server whose runs are all short is sampled 200 times a second.
+    let mut busy: Option<u64> = None;
+    let mut last_sent = 0u64;
+    loop {
+        if super::confined::is() {
+            return;
+        }
+        let pause = match busy {
+            None => idle_tick,
+            Some(due) => due
+                .saturating_sub(crate::sys::now_ns())
+                .clamp(200_000, granularity),
+        };
+        let ts = crate::sys::ns_timespec(pause);
+        // SAFETY: a valid relative timeout; no remainder wanted.
+        unsafe {
+            crate::sys::real::syscall!(
+                libc::SYS_nanosleep,
+                &ts as *const libc::timespec,
+                std::ptr::null_mut::<libc::timespec>()
+            )
+        };
+        let now = crate::sys::now_ns();
+        let mut long_run = now.saturating_sub(last_sent) < slice;
+        let mut first_due = u64::MAX;
+        for (i, w) in rt.workers.iter().enumerate() {
+            super::foreign_stack::refresh(w.index);
+            let id = w.running_id.load(Ordering::Relaxed);
+            let sw = w.switches.load(Ordering::Relaxed);
+            // A signal left pending for a run the trampoline could not
+            // redirect (`redirect_for_signals`) is handed over by a
+            // preemption even on a worker with nothing else to run.
+            let held = id != 0 && seen[i].is(id, sw);
+            let signal_waits = held
+                && now.saturating_sub(seen[i].since) >= granularity
+                && super::signals::WORK.load(Ordering::Relaxed)
+                && has_deliverable(id);
+            let cancel_waits = held && async_cancel_due(id);
+            if id == 0 || (w.load.load(Ordering::Relaxed) < 2 && !signal_waits && !cancel_waits) {
+                // Idle, or nothing else there to preempt for (a lone
+                // coroutine that computes costs no faster sampling). The
+                // run keeps its start, for `signal_waits` at a later tick.
+                if !held {
+                    seen[i] = Seen::new(id, sw, now, None);
+                }
+                continue;
+            }
+            let next = NEXT_TIMER[w.index].load(Ordering::Relaxed);
+            first_due = first_due.min(next);
+            if !held {
+                // A run seen for the first time: its thread's CPU time
+                // from now on tells whether it computes.
+                seen[i] = Seen::new(id, sw, now, super::cpuclock::worker_thread_ns(w));
+                continue;
+            }
+            // How long the run has computed: its thread's CPU time since
+            // it was first seen, not the time since then. A worker thread
+            // that waits for a CPU (a loaded machine: the kernel runs
+            // other threads) does not compute, and the kernel already
+            // shares the CPU out; preempting the run it was in would only
+            // cost a request, a /proc read and a signal each tick (16% of
+            // an Apache child's CPU on a machine with a load of 20).
+            let ran = match (seen[i].cpu, super::cpuclock::worker_thread_ns(w)) {
+                (Some(c0), Some(c1)) => c1.saturating_sub(c0),
+                _ => now.saturating_sub(seen[i].since),
+            };
+            if ran >= COMPUTES_NS {
+                long_run = true;
+            }
+            // A signal to hand to a coroutine is as urgent as a due timer,
+            // and so is a thread that woke (or was made) and waits behind
+            // the run, as the kernel lets a thread that wakes preempt one
+            // that computes.
+            let due = next <= now
+                || super::signals::WORK.load(Ordering::Relaxed)
+                || w.woken_waiting.load(Ordering::Relaxed)
+                || w.has_remote()
+                || cancel_waits;
+            if !(ran >= slice || (due && ran >= granularity))
+                || (super::alone() && !signal_waits && !cancel_waits)
+                || !thread_runs(w)
+            {
+                continue;
+            }
+            super::preempt_safe::refresh();
+            WANT[w.index].store(sw + 1, Ordering::SeqCst);
+            send(w);
+            last_sent = now;
+        }
+        busy = long_run.then_some(first_due);
+    }
+}
+
+/// CPU time a run has taken over at least one monitor tick before the
+/// monitor samples at the finer period (`GRANULARITY_NS`).
+const COMPUTES_NS: u64 = GRANULARITY_NS / 4;
+
+/// A run the monitor saw: the task and the switch count that name it, when
+/// it was first seen, and its worker thread's CPU time then (None: first
+/// seen alone on its worker, where it is not read, or the clock could not
+/// be read; the time since then counts instead, as for a lone run with a
+/// signal to hand over).
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    id: u64,
+    sw: u64,
+    since: u64,
+    cpu: Option<u64>,
+}
+
+impl Seen {
+    fn new(id: u64, sw: u64, since: u64, cpu: Option<u64>) -> Self {
+        Seen { id, sw, since, cpu }
+    }
+
+    fn is(&self, id: u64, sw: u64) -> bool {
+        (self.id, self.sw) == (id, sw)
+    }
+}
+
+/// Whether coroutine `id` has a signal it takes pending.
+fn has_deliverable(id: u64) -> bool {
+    super::sigdispatch::find_id(id).is_some_and(|t| super::signals::deliverable(&t) != 0)
+}
+
+/// Whether the worker's thread is running or runnable (state R in
+/// /proc/self/task/TID/stat), not asleep in a system call.
+fn thread_runs(w: &Worker) -> bool {
+    let tid = w.tid.load(Ordering::Relaxed);
+    if tid <= 0 {
+        return false;
+    }
+    let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else {
+        return false;
+    };
+    // "tid (comm) S ...": the state follows the last ')'.
+    stat.iter()
+        .rposition(|&c| c == b')')
+        .is_some_and(|close| stat.get(close + 2) == Some(&b'R'))
+}
+
+fn send(w: &Worker) {
+    let tid = w.tid.load(Ordering::Relaxed);
+    let mut info = [0u64; siginfo::WORDS];
+    // SAFETY: getpid/getuid have no preconditions.
+    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+    info[0] = SIGNAL as u32 as u64;
+    info[1] = libc::SI_QUEUE as u32 as u64;
+    info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
+    info[3] = VALUE;
+    SENT.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: a siginfo buffer of the kernel's size; SI_QUEUE (negative)
+    // may be sent to a thread of our own process.
+    unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, SIGNAL, info.as_ptr()) };
+}
