@@ -73,8 +73,10 @@ def load_pairs(raw):
 
 def paired_text(e):
     """median (min-max, n pairs) of one server's paired ratios."""
-    if not e or not e["ratios"]:
-        return "n/a" if not e else f"n/a ({e['dropped']} pairs dropped: errors or wrong reply)"
+    if not e:
+        return "not paired"
+    if not e["ratios"]:
+        return f"n/a ({e['dropped']} pairs dropped: errors or wrong reply)"
     rs = e["ratios"]
     drop = f", {e['dropped']} dropped" if e["dropped"] else ""
     return f"**{statistics.median(rs):.3f}x** ({min(rs):.3f}-{max(rs):.3f}, {len(rs)} pairs{drop})"
