@@ -40,7 +40,7 @@
 # nginx ..." which ones, BENCH_LIB the libcorun.so to measure (default:
 # this tree's); SERVERS_PAIR_REPS=4 pairs of SERVERS_PAIR_DURATION=4 s per
 # server (0: no pairs), SERVERS_PAIR_SELF="lighttpd" the servers also
-# paired native against native (the noise left; "" for none). About 100 s
+# paired native against native (the noise left; "" for none). About 140 s
 # for the pairs. PORT_RANGE=LO-HI keeps every server to those ports.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -375,6 +375,11 @@ for rep in $(seq 1 "$REPS"); do
     done
 done
 # ---------------------------------------------------------------- pairs
+# (Shorter back-to-back runs do not fix the swing: lighttpd alone, twice
+# each, interleaved, on a loaded machine, 2026-12-02: 4 x 4 s gave run
+# ratios with a standard deviation of 0.23 and 0.31 in 47-48 s; 8 x 2 s,
+# 0.26 and 0.31 in 63-71 s, the fixed start/check/stop cost of each run
+# making it dearer. Either way the median is uncertain by ~10%.)
 PAIR_LIST=""
 for s in $LIST; do case $s in lighttpd|nginx|redis) PAIR_LIST="$PAIR_LIST $s" ;; esac; done
 PAIRF="$RAWD/servers_paired.tsv"
