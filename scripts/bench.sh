@@ -16,7 +16,9 @@
 #      oltp_read_write, 64 threads: natively and under corun.
 #   5. real servers (scripts/bench_servers.sh): Apache worker MPM, nginx,
 #      lighttpd, HAProxy, Redis, memcached, PostgreSQL from Debian packages,
-#      each natively and under corun, replies checked; about 5 minutes.
+#      each natively and under corun, replies checked; then lighttpd,
+#      nginx and Redis as native and corun copies at the same time, their
+#      CPU per operation compared; about 7 minutes.
 #   5. perf profiles of corun's hot paths (where the machine allows).
 #
 # Peers, built here and put in the micro, memory and wrk tables: Go (a raw
@@ -37,6 +39,8 @@
 #   BENCH_MARIADB_TIME=30 seconds of sysbench per MariaDB run
 #   BENCH_PARTS="micro idle wrk mariadb servers perf" the parts to run
 #   SERVERS_DURATION=4 SERVERS_REPS=4 SERVERS="apache nginx ..." (servers)
+#   SERVERS_PAIR_REPS=4 SERVERS_PAIR_DURATION=4 SERVERS_PAIR_SELF=lighttpd
+#   (servers: native and corun copies at once, scripts/servers_paired.sh)
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
@@ -384,6 +388,8 @@ fi
 if part servers; then
     echo "servers_duration	${SERVERS_DURATION:-4}" >>"$RAW/meta.tsv"
     echo "servers_reps	${SERVERS_REPS:-4}" >>"$RAW/meta.tsv"
+    echo "servers_pair_reps	${SERVERS_PAIR_REPS:-4}" >>"$RAW/meta.tsv"
+    echo "servers_pair_duration	${SERVERS_PAIR_DURATION:-4}" >>"$RAW/meta.tsv"
     say "real servers (scripts/bench_servers.sh)"
     "$ROOT/scripts/bench_servers.sh" "$RAW" || say "servers: FAILED (exit $?)"
 fi

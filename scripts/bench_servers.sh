@@ -28,10 +28,20 @@
 #   postgres one process per connection; pgbench select-only, 8 clients
 # HTTP servers take wrk -t2 -c200 (keep-alive).
 #
+# Then the event-driven ones that scripts/servers_paired.sh knows (lighttpd,
+# nginx with 1 worker, redis) run again as pairs: a native and a corun copy
+# AT THE SAME TIME on one CPU, each with its own load generator on the
+# other, their CPU time per operation compared (raw/servers_paired.tsv).
+# Back-to-back 4 s runs of a single-process event loop swing 10-20% on this
+# shared machine; a pair shares the same seconds, so its ratio does not.
+#
 # Environment: SERVERS_DURATION=4 seconds per measurement, SERVERS_REPS=4
 # (native and corun alternate within each repetition), SERVERS="apache
 # nginx ..." which ones, BENCH_LIB the libcorun.so to measure (default:
-# this tree's).
+# this tree's); SERVERS_PAIR_REPS=4 pairs of SERVERS_PAIR_DURATION=4 s per
+# server (0: no pairs), SERVERS_PAIR_SELF="lighttpd" the servers also
+# paired native against native (the noise left; "" for none). About 140 s
+# for the pairs. PORT_RANGE=LO-HI keeps every server to those ports.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 RAWD=${1:-$ROOT/bench/raw}
@@ -364,4 +374,28 @@ for rep in $(seq 1 "$REPS"); do
         else one "$s" corun "$rep"; one "$s" native "$rep"; fi
     done
 done
+# ---------------------------------------------------------------- pairs
+# (Shorter back-to-back runs do not fix the swing: lighttpd alone, twice
+# each, interleaved, on a loaded machine, 2026-12-02: 4 x 4 s gave run
+# ratios with a standard deviation of 0.23 and 0.31 in 47-48 s; 8 x 2 s,
+# 0.26 and 0.31 in 63-71 s, the fixed start/check/stop cost of each run
+# making it dearer. Either way the median is uncertain by ~10%.)
+PAIR_LIST=""
+for s in $LIST; do case $s in lighttpd|nginx|redis) PAIR_LIST="$PAIR_LIST $s" ;; esac; done
+PAIRF="$RAWD/servers_paired.tsv"
+: >"$PAIRF"
+if [ -n "$PAIR_LIST" ] && [ "${SERVERS_PAIR_REPS:-4}" -gt 0 ]; then
+    say "pairs (scripts/servers_paired.sh):$PAIR_LIST"
+    # shellcheck disable=SC2086
+    PAIR_REPS=${SERVERS_PAIR_REPS:-4} PAIR_DURATION=${SERVERS_PAIR_DURATION:-4} PAIR_TSV=$PAIRF \
+        BENCH_LIB=$CLIB "$ROOT/scripts/servers_paired.sh" $PAIR_LIST | sed 's/^/  /' || say "pairs: FAILED"
+    SELF_LIST=""
+    for s in ${SERVERS_PAIR_SELF-lighttpd}; do [[ " $PAIR_LIST " == *" $s "* ]] && SELF_LIST="$SELF_LIST $s"; done
+    if [ -n "$SELF_LIST" ]; then
+        say "pairs, native against native:$SELF_LIST"
+        # shellcheck disable=SC2086
+        PAIR_SELF=1 PAIR_REPS=${SERVERS_PAIR_REPS:-4} PAIR_DURATION=${SERVERS_PAIR_DURATION:-4} PAIR_TSV=$PAIRF \
+            "$ROOT/scripts/servers_paired.sh" $SELF_LIST | sed 's/^/  /' || say "pairs: FAILED"
+    fi
+fi
 say "done in $(( $(date +%s) - start_s )) s"

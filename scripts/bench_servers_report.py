@@ -6,6 +6,14 @@ Rows of RAW/servers.tsv: server mode rep rate unit errors check threads
 procs cpu_us. Repetitions alternate native and corun; the report takes the
 median of each figure over the repetitions, sums errors, and keeps the
 largest thread count.
+
+Rows of RAW/servers_paired.tsv (scripts/servers_paired.sh, PAIR_TSV): server
+pairing(corun|self) rep first_mode first_us first_ops second_mode second_us
+second_ops ratio first_errors second_errors first_reply second_reply. A pair
+is a native and a corun copy of the server run AT THE SAME TIME on one CPU;
+ratio is the corun copy's CPU time per operation over the native one's
+(self: two native copies, the second over the first: the noise left). Pairs
+with load errors or a wrong reply are counted as dropped, not in the median.
 """
 import os
 import statistics
@@ -42,6 +50,38 @@ def load(raw):
     return rows
 
 
+def load_pairs(raw):
+    """{(server, pairing): {"ratios": [...], "dropped": n}}"""
+    p = os.path.join(raw, "servers_paired.tsv")
+    out = {}
+    if not os.path.exists(p):
+        return out
+    with open(p) as f:
+        for line in f:
+            r = line.rstrip("\n").split("\t")
+            if len(r) < 14:
+                continue
+            e = out.setdefault((r[0], r[1]), {"ratios": [], "dropped": 0})
+            clean = r[10] == "0" and r[11] == "0" and r[12] == "ok" and r[13] == "ok"
+            ratio = float(r[9] or 0)
+            if clean and ratio > 0:
+                e["ratios"].append(ratio)
+            else:
+                e["dropped"] += 1
+    return out
+
+
+def paired_text(e):
+    """median (min-max, n pairs) of one server's paired ratios."""
+    if not e:
+        return "not paired"
+    if not e["ratios"]:
+        return f"n/a ({e['dropped']} pairs dropped: errors or wrong reply)"
+    rs = e["ratios"]
+    drop = f", {e['dropped']} dropped" if e["dropped"] else ""
+    return f"**{statistics.median(rs):.3f}x** ({min(rs):.3f}-{max(rs):.3f}, {len(rs)} pairs{drop})"
+
+
 def summary(rs):
     ok = [x for x in rs if x["rate"] > 0]
     med = lambda k: statistics.median(x[k] for x in ok) if ok else 0.0
@@ -57,6 +97,7 @@ def summary(rs):
 
 def figures(raw):
     rows = load(raw)
+    pairs_all = load_pairs(raw)
     out = []
     for name, label, kind, want in SERVERS:
         n, c = rows.get((name, "native")), rows.get((name, "corun"))
@@ -73,7 +114,8 @@ def figures(raw):
         cpus = [nc / cc for _, cc, nc in pairs if cc > 0 and nc > 0]
         cpu_ratio = statistics.median(cpus) if cpus else None
         out.append({"name": name, "label": label, "kind": kind, "want": want, "native": sn, "corun": sc,
-                    "ratio": ratio, "cpu_ratio": cpu_ratio, "pairs": [p[0] for p in pairs]})
+                    "ratio": ratio, "cpu_ratio": cpu_ratio, "pairs": [p[0] for p in pairs],
+                    "paired": pairs_all.get((name, "corun")), "self": pairs_all.get((name, "self"))})
     return out
 
 
@@ -157,8 +199,28 @@ def markdown(figs, meta):
     a("*corun / native* is the median of the ratios of the repetitions (native and corun ran back to back in each), "
       "with each ratio listed; *CPU per op* likewise.")
     a("")
-    a("| server | kind | native rate (min-max) | corun rate (min-max) | corun / native (each run) | goal | CPU per op native / corun (ratio) | errors native / corun | reply | threads native / corun (processes) |")
-    a("|---|---|---|---|---|---|---|---|---|---|")
+    paired_any = any(f["paired"] or f["self"] for f in figs)
+    if paired_any:
+        a(f"*paired CPU per op* is a second figure for the event-driven servers: a native and a corun copy run at the "
+          f"same time on one CPU, each with its own load generator on the other CPU "
+          f"({meta.get('servers_pair_reps', '4')} pairs of {meta.get('servers_pair_duration', '4')} s, which copy starts "
+          "first alternating; nginx with 1 worker here; `scripts/servers_paired.sh`), and the corun copy's CPU time per "
+          "operation (its threads' run time from `/proc/PID/task/*/schedstat`) over the native copy's: median "
+          "(min-max) over the pairs, **above 1: corun uses more CPU** (the opposite way round from the *CPU per op* "
+          "column). The two figures answer the same question differently. The req/s ratio compares runs seconds apart, "
+          "and on this shared 2-CPU machine a single-process event loop's 4 s rate swings 10-20% from one run to the "
+          "next, so 4 repetitions cannot tell 0.97x from 1.00x. The paired ratio is the steadier one: both copies live "
+          "through the same seconds, so whatever else the machine does hits both, and CPU time per operation does not "
+          "depend on how much CPU the copy was given; the native-against-native row shows the noise that is left. The "
+          "goal rows still judge the req/s ratio.")
+        a("")
+    head = "| server | kind | native rate (min-max) | corun rate (min-max) | corun / native (each run) | goal | CPU per op native / corun (ratio) | errors native / corun | reply | threads native / corun (processes) |"
+    rule = "|---|---|---|---|---|---|---|---|---|---|"
+    if paired_any:
+        head += " paired CPU per op, corun / native (same seconds) |"
+        rule += "---|"
+    a(head)
+    a(rule)
     for f in figs:
         n, c = f["native"], f["corun"]
         rate = lambda s: f"{s['rate']:,.0f} {s['unit']} ({s['min']:,.0f}-{s['max']:,.0f}, {s['good']}/{s['n']} runs)"
@@ -168,7 +230,12 @@ def markdown(figs, meta):
                if n["cpu"] and c["cpu"] and f["cpu_ratio"] else "n/a")
         reply = "ok" if n["checks"] and c["checks"] else "**WRONG**"
         a(f"| {f['name']} | {KIND[f['kind']]} | {rate(n)} | {rate(c)} | {ratio} | >= {f['want']:.2f}x | {cpu} | "
-          f"{n['errors']} / {c['errors']} | {reply} | {n['threads']} / {c['threads']} ({c['procs']}) |")
+          f"{n['errors']} / {c['errors']} | {reply} | {n['threads']} / {c['threads']} ({c['procs']}) |"
+          + (f" {paired_text(f['paired'])} |" if paired_any else ""))
+    for f in figs:
+        if f["self"]:
+            a(f"| {f['name']}, native against native (noise) | {KIND[f['kind']]} | | | | | | | | | "
+              f"{paired_text(f['self'])} (second copy / first) |")
     a("")
     a("What each run is:")
     a("")
@@ -176,3 +243,16 @@ def markdown(figs, meta):
         a(f"- **{f['name']}**: {f['label']}.")
     a("")
     return L
+
+
+if __name__ == "__main__":
+    # The servers section alone: bench_servers_report.py RAW_DIR (after
+    # scripts/bench_servers.sh RAW_DIR) prints its markdown.
+    import sys
+    raw_dir = sys.argv[1]
+    meta_path = os.path.join(raw_dir, "meta.tsv")
+    meta_rows = open(meta_path).read().splitlines() if os.path.exists(meta_path) else []
+    figs = figures(raw_dir)
+    print("\n".join(markdown(figs, dict(r.split("\t", 1) for r in meta_rows if "\t" in r))))
+    for text, ok, fig in goals(figs):
+        print(f"goal: {text}: {'n/a' if ok is None else 'met' if ok else 'NOT met'} ({fig})")

@@ -22,10 +22,23 @@ ok() { echo "ok: $*"; }
 corun() ( export LD_PRELOAD="$LIB"; exec "$@" )
 
 # A free TCP port on 127.0.0.1.
+# PORT_RANGE=LO-HI (e.g. 25000-25999) keeps to those ports, on a machine
+# shared by several runs; otherwise the kernel picks an ephemeral one.
 free_port() {
-    python3 - <<'PY'
-import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+    PORT_RANGE=${PORT_RANGE:-} python3 - <<'PY'
+import os, random, socket
+lo, _, hi = os.environ["PORT_RANGE"].partition("-")
+for _ in range(200):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randint(int(lo), int(hi)) if lo else 0))
+    except OSError:
+        continue
+    finally:
+        port = s.getsockname()[1]
+        s.close()
+    print(port)
+    break
 PY
 }
 

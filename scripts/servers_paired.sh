@@ -24,7 +24,12 @@
 #
 # Prints one line per pair and, per server, the median of the
 # corun/native CPU-per-op ratios (below 1: corun uses less) over the pairs
-# whose loads had no errors.
+# whose loads had no errors. PAIR_TSV=FILE also appends one tab-separated
+# row per pair to FILE (bench_servers.sh keeps them as raw/servers_paired.tsv):
+#   server pairing(corun|self) rep first_mode first_us_per_op first_ops
+#   second_mode second_us_per_op second_ops ratio first_errors
+#   second_errors first_reply second_reply
+# where ratio is corun/native (self: the copy started second over the first).
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 REPS=${PAIR_REPS:-6}
@@ -143,6 +148,13 @@ for srv in $LIST; do
             printf "%s %.3f us/op (%d ops) | %s %.3f us/op (%d ops) | %.4f", ma, ua, na, mb, ub, nb, r}')
         # A pair where either load failed (errors) is shown, not counted.
         if [ "$ea" = 0 ] && [ "$eb" = 0 ]; then ratios+=("${line##* }"); fi
+        if [ -n "${PAIR_TSV:-}" ]; then
+            read -ra f <<<"${line//|/}" # mode us us/op (N ops) mode us us/op (N ops) ratio
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$srv" \
+                "$([ "$second" = corun ] && echo corun || echo self)" "$rep" "${f[0]}" "${f[1]}" "${f[3]#(}" \
+                "${f[5]}" "${f[6]}" "${f[8]#(}" "${f[10]}" \
+                "${ea:-?}" "${eb:-?}" "$ca" "$cb" >>"$PAIR_TSV"
+        fi
         echo "$srv #$rep: ${line% | *} | $( [ "$second" = corun ] && echo corun/native || echo second/first) ${line##* } | errors $ea/$eb, reply $ca/$cb"
     done
     [ "${#ratios[@]}" -gt 0 ] || { echo "$srv: no pair without errors"; continue; }
