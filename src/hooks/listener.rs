@@ -97,7 +97,9 @@ pub(crate) fn accept_on_pool(
         return r;
     }
     match intr.check() {
-        Some(true) if !Deadline::default().ends_in_eintr(fd, e, Dir::Read) => set_errno(libc::EAGAIN),
+        Some(true) if !Deadline::default().ends_in_eintr(fd, e, Dir::Read) => {
+            set_errno(libc::EAGAIN)
+        }
         Some(_) => set_errno(libc::EINTR),
         None => set_errno(libc::EAGAIN),
     }

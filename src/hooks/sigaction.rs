@@ -29,9 +29,9 @@ use std::sync::atomic::Ordering;
 
 use libc::{sigaction as SigAction, sighandler_t};
 
-use crate::sched::pool_kick;
 use super::sigdeliver::{is_function, trampoline, FLAGS, HANDLER, MASK, NSIG};
 use crate::sched::park::signal_handler_reset;
+use crate::sched::pool_kick;
 use crate::sched::{sigmask, signals};
 
 mod next {

@@ -198,8 +198,7 @@ fn helper_main() {
         };
         if let Some(k) = &job.kick {
             // Before the claim: a kick sent once the job runs finds us.
-            k.tid
-                .store(crate::sys::gettid(), Ordering::SeqCst);
+            k.tid.store(crate::sys::gettid(), Ordering::SeqCst);
         }
         if let Some(f) = job.claim(RUNNING) {
             f();
@@ -304,7 +303,7 @@ fn run_on_pool<'a, R: Send + 'a>(
     f: impl FnOnce() -> R + Send + 'a,
     kick: Option<Arc<super::pool_kick::KickCell>>,
 ) -> Option<R> {
-    use super::pool_kick::{KICKABLE, KICKED, NONE, REKICK_NS};
+    use super::pool_kick::{rekick_after, KICKABLE, KICKED, NONE};
     let mut out: Option<(R, i32)> = None;
     let out_ptr = SendPtr(&mut out as *mut Option<(R, i32)>);
     let body: Box<dyn FnOnce() + Send + 'a> = Box::new(move || {
@@ -366,6 +365,7 @@ fn run_on_pool<'a, R: Send + 'a>(
         }
     }
     let mut rekick_at: Option<u64> = None;
+    let mut kicks = 0u32;
     loop {
         if job.state.load(Ordering::Acquire) == WITHDRAWN {
             break;
@@ -379,12 +379,10 @@ fn run_on_pool<'a, R: Send + 'a>(
                     break; // not started: never made
                 }
                 let g = lock(&job.waiter);
-                if job.state.load(Ordering::Acquire) == RUNNING {
-                    super::pool_kick::kick(cell);
-                    rekick_at = Some(crate::sys::now_ns() + REKICK_NS);
-                } else {
-                    rekick_at = None;
-                }
+                rekick_at = (job.state.load(Ordering::Acquire) == RUNNING
+                    && super::pool_kick::kick(cell))
+                .then(|| crate::sys::now_ns() + rekick_after(kicks));
+                kicks += 1;
                 drop(g);
             }
         }

@@ -24,14 +24,14 @@
 //!   sets the job's `requested` flag and sends the helper thread `SIGNAL`
 //!   with `tgkill` (under the job's lock while the job runs: a kick never
 //!   reaches the helper's next job), and waits again (KICKED: further
-//!   signals wait for the job's end), sending the kick again every
-//!   `REKICK_NS` while the job runs;
+//!   signals wait for the job's end), sending the kick again after
+//!   `REKICK_NS`, then twice as long each time, while the job runs;
 //! - the helper makes the call inside `window`: `SIGNAL` is unblocked only
 //!   around it (helpers block every signal otherwise), and the flag is
 //!   looked at after the unblock and before the call. A kick that lands
 //!   before the look is seen there (the call is not made: EINTR); one that
 //!   lands between the look and the system call's entry is lost, and the
-//!   next kick, `REKICK_NS` later, interrupts the call. The action of
+//!   next kick, `REKICK_NS` (2 ms) later, interrupts the call. The action of
 //!   `SIGNAL` is a handler that does nothing, without SA_RESTART: the
 //!   interrupted call fails with EINTR. A call that completed as the kick
 //!   came returns its result (an accepted connection is never lost);
@@ -118,15 +118,24 @@ pub fn is_ours(h: usize) -> bool {
 }
 
 /// Asks for the job of `cell` to be cut short and kicks its helper (the
-/// caller holds the job's lock and saw it running).
-pub fn kick(cell: &KickCell) {
+/// caller holds the job's lock and saw it running); false if no kick
+/// could be sent (the program took the signal).
+pub fn kick(cell: &KickCell) -> bool {
     cell.requested.store(true, Ordering::SeqCst);
     let tid = cell.tid.load(Ordering::SeqCst);
-    if tid > 0 && !TAKEN.load(Ordering::SeqCst) {
-        // SAFETY: tgkill to a helper thread of this process, which
-        // handles SIGNAL with `on_kick` (or blocks it).
-        unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, SIGNAL) };
+    if tid <= 0 || TAKEN.load(Ordering::SeqCst) {
+        return false;
     }
+    // SAFETY: tgkill to a helper thread of this process, which handles
+    // SIGNAL with `on_kick` (or blocks it).
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, SIGNAL) == 0 }
+}
+
+/// The wait before the kick after one sent `sent` kicks ago: doubling from
+/// `REKICK_NS` up to 256 times that (a lost kick is rare; a job that
+/// stays in a system call the kick does not end costs few wake-ups).
+pub fn rekick_after(sent: u32) -> u64 {
+    REKICK_NS << sent.min(8)
 }
 
 fn set_blocked(how: i32) {
