@@ -255,7 +255,13 @@ def one(port, lib):
         p.wait()
     stop = time.monotonic() - t0
     with open(d + "/error.log", errors="replace") as f:
-        stuck = sum("still did not exit" in ln for ln in f)
+        log = f.readlines()
+    stuck = sum("still did not exit" in ln for ln in log)
+    if os.environ.get("CORUN_STATS"):
+        # corun's counters of each process (their stderr is the log).
+        for ln in log:
+            if "cut short" in ln or "hand-offs" in ln:
+                print("   ", ln.strip())
     subprocess.run(["rm", "-rf", d])
     return stop, stuck, m.good, m.bad
 

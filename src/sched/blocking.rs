@@ -374,6 +374,9 @@ fn run_on_pool<'a, R: Send + 'a>(
             let kickable = t.ident.sig.pool_kick.load(Ordering::SeqCst) == KICKABLE;
             let due = rekick_at.is_some_and(|at| crate::sys::now_ns() >= at);
             if (kickable && super::signals::deliverable(t) != 0) || due {
+                if kicks == 0 {
+                    super::pool_kick::note_cut();
+                }
                 t.ident.sig.pool_kick.store(KICKED, Ordering::SeqCst);
                 if job.claim(WITHDRAWN).is_some() {
                     break; // not started: never made

@@ -46,7 +46,7 @@
 //! program that sets an action for it itself (before or after) gets it:
 //! jobs are then never kicked (they hold signals off, as before).
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Once;
 
 /// corun's kick for helper threads: glibc's SIGRTMAX.
@@ -67,6 +67,18 @@ static READY: AtomicBool = AtomicBool::new(false);
 /// The program set an action for `SIGNAL`: never kick again.
 static TAKEN: AtomicBool = AtomicBool::new(false);
 static INSTALL: Once = Once::new();
+/// Pool jobs a signal cut short (withdrawn unrun, or their helper kicked).
+static CUT: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one job cut short.
+pub fn note_cut() {
+    CUT.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Pool jobs a signal cut short so far (CORUN_STATS).
+pub fn cut() -> u64 {
+    CUT.load(Ordering::Relaxed)
+}
 
 /// What a kickable job shares between its coroutine and its helper.
 #[derive(Default)]
