@@ -10,7 +10,9 @@
  *            goes on waiting (300 ms), then returns the driver's next
  *            connection, whose bytes are checked;
  *   term     SIGTERM at its default action: the driver kills the process
- *            and times its end.
+ *            and times its end;
+ *   rtmax    as eintr, then SIGRTMAX (which corun uses for itself) must
+ *            still look unset and end the process when sent.
  * Protocol on stdin/stdout: prints "ready PID", then "conn" for each
  * connection its accept got before the signal (the driver's race was
  * lost: the driver tries again); reads "kill" from stdin, then sends the
@@ -82,7 +84,7 @@ static int wait_done(double ms) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: accept_intr LISTENER_FD eintr|restart|term\n");
+        fprintf(stderr, "usage: accept_intr LISTENER_FD eintr|restart|term|rtmax\n");
         return 2;
     }
     lfd = atoi(argv[1]);
@@ -124,9 +126,23 @@ int main(int argc, char **argv) {
         }
         printf("accept returned %d (%s) after %.1f ms, handler ran %d\n", result,
                strerror(result_errno), ms, atomic_load(&handled));
-        return result == -1 && result_errno == EINTR && ms < 100 && atomic_load(&handled) == 1
-                   ? 0
-                   : 1;
+        int ok_intr = result == -1 && result_errno == EINTR && ms < 100 &&
+                      atomic_load(&handled) == 1;
+        if (!ok_intr || strcmp(mode, "rtmax") != 0)
+            return ok_intr ? 0 : 1;
+        /* SIGRTMAX, which corun may use for itself, is still the
+         * program's: no action set, and its default ends the process. */
+        struct sigaction old;
+        if (sigaction(SIGRTMAX, NULL, &old) != 0 || old.sa_handler != SIG_DFL) {
+            printf("FAIL: sigaction reports another action than SIG_DFL for SIGRTMAX\n");
+            return 1;
+        }
+        printf("SIGRTMAX at SIG_DFL; sending it\n");
+        fflush(stdout);
+        kill(getpid(), SIGRTMAX);
+        sleep(2);
+        printf("FAIL: alive 2 s after SIGRTMAX\n");
+        return 1;
     }
     /* SA_RESTART: the handler runs, the accept goes on. */
     wait_done(300);

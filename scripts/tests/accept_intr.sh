@@ -8,7 +8,9 @@
 # the program saw pending. Then the program signals its accepting thread:
 # EINTR must come within 100 ms; with SA_RESTART the handler must run at
 # once and the accept go on to return the next connection, whose bytes
-# are checked; SIGTERM must end the process within 1 s. With the accept
+# are checked; SIGTERM must end the process within 1 s; SIGRTMAX, which
+# corun sends its helper thread, must still look unset to the program and
+# end it when the program sends it. With the accept
 # holding signals off until it returned, the first two failed (timed out).
 source "$(dirname "$0")/../lib.sh"
 command -v strace >/dev/null || { echo "SKIP: no strace"; exit 0; }
@@ -74,14 +76,20 @@ if mode == "restart":
     c.close()
 out = line()
 print(out)
+if mode == "rtmax":
+    print(line())
 try:
     rc = p.wait(timeout=5)
 except subprocess.TimeoutExpired:
     p.kill(); rc = 1
+if mode == "rtmax":
+    # strace ends as its tracee did: killed by SIGRTMAX (64).
+    print("ended by signal %d" % -rc)
+    sys.exit(0 if rc == -64 else 1)
 sys.exit(rc)
 PY
 }
-for mode in eintr restart term; do
+for mode in eintr restart term rtmax; do
     out=$(run $mode "") || fail "natively, $mode: $out"
     ok "natively, $mode: $out"
     out=$(run $mode "$LIB") || fail "under corun, $mode: $out"

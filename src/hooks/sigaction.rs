@@ -70,8 +70,12 @@ pub unsafe extern "C" fn sigaction(
             return r;
         }
     }
+    // Held to the end: corun installs its own action for that signal under
+    // the same lock (`pool_kick::available`).
+    let _kick_lock = (sig == pool_kick::SIGNAL).then(pool_kick::guard);
     if !act.is_null() && sig == pool_kick::SIGNAL {
-        pool_kick::program_takes();
+        // SAFETY: readable per the contract.
+        pool_kick::program_sets(unsafe { (*act).sa_sigaction });
     }
     let prev = HANDLER[i].load(Ordering::Acquire);
     let prev_flags = FLAGS[i].load(Ordering::Acquire);
@@ -231,8 +235,9 @@ fn signal_like(
             return o.sa_sigaction;
         }
     }
+    let _kick_lock = (sig == pool_kick::SIGNAL).then(pool_kick::guard);
     if sig == pool_kick::SIGNAL {
-        pool_kick::program_takes();
+        pool_kick::program_sets(h);
     }
     let saved = crate::sys::errno();
     // SAFETY: plain values.

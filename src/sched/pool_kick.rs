@@ -42,9 +42,12 @@
 //!   after which no handler ran (the signal was taken by another thread
 //!   meanwhile) also waits again.
 //!
-//! `SIGNAL` is SIGRTMAX, installed at the first kickable job only. A
-//! program that sets an action for it itself (before or after) gets it:
-//! jobs are then never kicked (they hold signals off, as before).
+//! `SIGNAL` is SIGRTMAX, installed at the first kickable job only, if the
+//! program set no action for it (it may have reset it to SIG_DFL); a kick
+//! carries a marker (SI_QUEUE, our pid, `KICK_VALUE`), and any other
+//! SIGRTMAX ends the process as its default action would. A program that
+//! sets a handler for it (or any action once corun's is in) gets it: jobs
+//! are then never kicked (they hold signals off, as before).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Once;
@@ -89,12 +92,41 @@ pub struct KickCell {
     pub tid: AtomicI32,
 }
 
-extern "C" fn on_kick(_sig: i32) {}
+/// `si_value` of a kick (SI_QUEUE, our pid), as `signals::KICK_VALUE`.
+const KICK_VALUE: u64 = 0x636f_7275_6e50_4b49;
+
+/// corun's action for `SIGNAL`: nothing for a kick (the system call it
+/// lands in fails with EINTR); any other `SIGNAL` meets the default action
+/// the program left (it set none: corun's handler is installed only
+/// then, and gives way to the program's first action), which ends the
+/// process, as natively.
+extern "C" fn on_kick(sig: i32, info: *mut libc::siginfo_t, _uc: *mut libc::c_void) {
+    // SAFETY: the kernel's siginfo for this delivery (or NULL).
+    let inf = unsafe { super::siginfo::from_ptr(info, sig) };
+    use super::siginfo::{code, pid, value};
+    // SAFETY: getpid has no preconditions.
+    if code(&inf) == libc::SI_QUEUE
+        && pid(&inf) == unsafe { libc::getpid() }
+        && value(&inf) == KICK_VALUE
+    {
+        return;
+    }
+    // SAFETY: SIG_DFL back in the kernel, then the signal again to this
+    // thread: it is delivered when this handler returns, and ends the
+    // process (SIGRTMAX's default action).
+    unsafe {
+        let mut a: libc::sigaction = std::mem::zeroed();
+        a.sa_sigaction = libc::SIG_DFL;
+        crate::sys::real::sigaction(sig, &a, std::ptr::null_mut());
+        libc::syscall(libc::SYS_tgkill, libc::getpid(), crate::sys::gettid(), sig);
+    }
+}
 
 /// Whether kicks can be used: installs the handler the first time (false
 /// if the program has an action of its own for `SIGNAL`).
 pub fn available() -> bool {
     INSTALL.call_once(|| {
+        let _g = guard();
         // SAFETY: zeroed sigactions are valid; a query, then our action
         // if nobody set one.
         unsafe {
@@ -107,7 +139,8 @@ pub fn available() -> bool {
             }
             let mut a: libc::sigaction = std::mem::zeroed();
             a.sa_sigaction = on_kick as *const () as usize;
-            a.sa_flags = 0; // no SA_RESTART: the interrupted call fails
+            // No SA_RESTART: the interrupted call fails.
+            a.sa_flags = libc::SA_SIGINFO;
             libc::sigfillset(&mut a.sa_mask);
             if crate::sys::real::sigaction(SIGNAL, &a, std::ptr::null_mut()) == 0 {
                 READY.store(true, Ordering::SeqCst);
@@ -117,10 +150,37 @@ pub fn available() -> bool {
     READY.load(Ordering::SeqCst) && !TAKEN.load(Ordering::SeqCst)
 }
 
-/// The program sets an action for `SIGNAL` (`hooks::sigaction`): it is the
-/// program's from now on.
-pub fn program_takes() {
-    TAKEN.store(true, Ordering::SeqCst);
+/// Serializes corun's install of its action with the program's own
+/// `sigaction` for `SIGNAL` (else a handler the program set between our
+/// look and our install would be overwritten): a spin lock, as a
+/// `sigaction` may be made in a signal handler.
+static LOCK: AtomicBool = AtomicBool::new(false);
+
+/// Holds `LOCK` while alive.
+pub struct Guard(());
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        LOCK.store(false, Ordering::Release);
+    }
+}
+
+/// Takes `LOCK` (the caller changes `SIGNAL`'s action meanwhile).
+pub fn guard() -> Guard {
+    while LOCK.swap(true, Ordering::Acquire) {
+        std::hint::spin_loop();
+    }
+    Guard(())
+}
+
+/// The program sets action `h` for `SIGNAL` (`hooks::sigaction`): a
+/// handler, or anything once corun's is installed, makes it the program's
+/// from now on (SIG_DFL or SIG_IGN set before are just the kernel's).
+pub fn program_sets(h: usize) {
+    let handler = h != libc::SIG_DFL && h != libc::SIG_IGN && h != libc::SIG_ERR;
+    if handler || READY.load(Ordering::SeqCst) {
+        TAKEN.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Whether `h` is corun's handler for `SIGNAL` (`sigaction` reports
@@ -138,9 +198,10 @@ pub fn kick(cell: &KickCell) -> bool {
     if tid <= 0 || TAKEN.load(Ordering::SeqCst) {
         return false;
     }
-    // SAFETY: tgkill to a helper thread of this process, which handles
-    // SIGNAL with `on_kick` (or blocks it).
-    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, SIGNAL) == 0 }
+    // To a helper thread of this process, which handles SIGNAL with
+    // `on_kick` (or blocks it).
+    super::signals::send_marker(tid, SIGNAL, KICK_VALUE);
+    true
 }
 
 /// The wait before the kick after one sent `sent` kicks ago: doubling from
