@@ -409,7 +409,7 @@ fn run_on_pool<'a, R: Send + 'a>(
         );
         match job.state.load(Ordering::Acquire) {
             DONE => break,
-            QUEUED if grace.is_some_and(|g| crate::sys::now_ns() >= g) => {
+            QUEUED => {
                 let done_now = POOL.completed.load(Ordering::Acquire);
                 if done_now == seen_completed && !grow() {
                     // The pool made no progress for a whole grace period
