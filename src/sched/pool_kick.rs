@@ -22,9 +22,10 @@
 //! - woken with a deliverable signal, it withdraws the job if no helper
 //!   took it yet (the call then fails with EINTR without being made), else
 //!   sets the job's `requested` flag and sends the helper thread `SIGNAL`
-//!   with `tgkill` (under the job's lock while the job runs: a kick never
-//!   reaches the helper's next job), and waits again (KICKED: further
-//!   signals wait for the job's end), sending the kick again after
+//!   with `rt_tgsigqueueinfo` and a marker value (under the job's lock
+//!   while the job runs: a kick never reaches the helper's next job), and
+//!   waits again (KICKED: further signals wait for the job's end),
+//!   sending the kick again after
 //!   `REKICK_NS`, then twice as long each time, while the job runs;
 //! - the helper makes the call inside `window`: `SIGNAL` is unblocked only
 //!   around it (helpers block every signal otherwise), and the flag is
