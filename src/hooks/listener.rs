@@ -42,8 +42,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use libc::{sockaddr, socklen_t};
 
-use crate::sched::blocking::{run_blocking, SendPtr};
-use crate::sched::fdtable::FdEntry;
+use super::Deadline;
+use crate::sched::blocking::{run_blocking_interruptible, SendPtr};
+use crate::sched::fdtable::{Dir, FdEntry};
+use crate::sched::signals::Interruptible;
 use crate::sys::{errno, real, set_errno};
 
 /// Child processes made so far, plus one (0 on a socket: not made here).
@@ -69,19 +71,37 @@ pub(crate) fn may_be_shared(e: &FdEntry) -> bool {
 
 /// The real `accept4`, made on the blocking pool (inline when the caller is
 /// the process's only coroutine); errno as the call left it.
+///
+/// A signal for the caller cuts the pooled accept short, as natively it
+/// interrupts the blocked accept (`sched/pool_kick.rs`); its handlers have
+/// run when the pool returns. Then, as signal(7) says for `accept`: EINTR,
+/// unless every handler that ran had SA_RESTART and the socket has no
+/// SO_RCVTIMEO; a restart is an EAGAIN here, on which the caller's loop
+/// waits for the listener again (`nonblocking_loop`). A kick after which
+/// no handler ran (a signal ignored by default) restarts too.
 pub(crate) fn accept_on_pool(
     fd: c_int,
+    e: &FdEntry,
     addr: *mut sockaddr,
     len: *mut socklen_t,
     flags: c_int,
 ) -> isize {
+    let intr = Interruptible::begin();
     let (a, l) = (SendPtr(addr), SendPtr(len));
-    let (r, e) = run_blocking(move || {
+    let r = run_blocking_interruptible(move || {
         // SAFETY: the caller's accept4 contract; `addr` and `len` outlive
-        // the parked call (run_blocking returns once the job is done).
-        let r = unsafe { real::accept4(fd, a.get(), l.get(), flags) };
-        (r, errno())
+        // the parked call (the pool returns once the job is done).
+        unsafe { real::accept4(fd, a.get(), l.get(), flags) as isize }
     });
-    set_errno(e);
-    r as isize
+    if r >= 0 || errno() != libc::EINTR {
+        return r;
+    }
+    match intr.check() {
+        Some(true) if !Deadline::default().ends_in_eintr(fd, e, Dir::Read) => {
+            set_errno(libc::EAGAIN)
+        }
+        Some(_) => set_errno(libc::EINTR),
+        None => set_errno(libc::EAGAIN),
+    }
+    -1
 }

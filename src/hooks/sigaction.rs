@@ -31,6 +31,7 @@ use libc::{sigaction as SigAction, sighandler_t};
 
 use super::sigdeliver::{is_function, trampoline, FLAGS, HANDLER, MASK, NSIG};
 use crate::sched::park::signal_handler_reset;
+use crate::sched::pool_kick;
 use crate::sched::{sigmask, signals};
 
 mod next {
@@ -68,6 +69,13 @@ pub unsafe extern "C" fn sigaction(
         if let Some(r) = unsafe { fault_signal(sig, act, old) } {
             return r;
         }
+    }
+    // Held to the end: corun installs its own action for that signal under
+    // the same lock (`pool_kick::available`).
+    let _kick_lock = (sig == pool_kick::SIGNAL).then(pool_kick::guard);
+    if !act.is_null() && sig == pool_kick::SIGNAL {
+        // SAFETY: readable per the contract.
+        pool_kick::program_sets(unsafe { (*act).sa_sigaction });
     }
     let prev = HANDLER[i].load(Ordering::Acquire);
     let prev_flags = FLAGS[i].load(Ordering::Acquire);
@@ -110,6 +118,11 @@ pub unsafe extern "C" fn sigaction(
 /// trampoline nor its overflow handler.
 fn program_view(sig: c_int, k: SigAction, prev: usize, prev_flags: c_int) -> SigAction {
     let mut k = k;
+    if pool_kick::is_ours(k.sa_sigaction) {
+        // corun's kick for its helper threads: the program set nothing.
+        // SAFETY: a zeroed sigaction is SIG_DFL with no flags.
+        return unsafe { std::mem::zeroed() };
+    }
     if crate::ctx::overflow::is_ours(&k) {
         // (Which may be the trampoline: a handler set before corun started.)
         k = crate::ctx::overflow::program_action(sig).unwrap_or(k);
@@ -222,9 +235,16 @@ fn signal_like(
             return o.sa_sigaction;
         }
     }
+    let _kick_lock = (sig == pool_kick::SIGNAL).then(pool_kick::guard);
+    if sig == pool_kick::SIGNAL {
+        pool_kick::program_sets(h);
+    }
     let saved = crate::sys::errno();
     // SAFETY: plain values.
-    let old = unsafe { real_fn(sig, h) };
+    let mut old = unsafe { real_fn(sig, h) };
+    if pool_kick::is_ours(old) {
+        old = libc::SIG_DFL;
+    }
     let e = crate::sys::errno();
     let r = wrap_installed(sig, h, old);
     crate::sys::set_errno(if old == libc::SIG_ERR { e } else { saved });

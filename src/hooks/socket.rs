@@ -118,7 +118,7 @@ fn accept_parking(
         {
             // Another process may take the connection first: the blocking
             // accept waits on a helper thread, not on the worker.
-            super::listener::accept_on_pool(fd, addr, len, flags)
+            super::listener::accept_on_pool(fd, e, addr, len, flags)
         } else {
             // SAFETY: the caller's accept4 contract.
             unsafe { real::accept4(fd, addr, len, flags) as isize }

@@ -66,6 +66,8 @@ struct Job {
     state: AtomicU8,
     func: UnsafeCell<Option<Func>>,
     waiter: Mutex<Option<Waiter>>,
+    /// A job a signal may cut short (`pool_kick.rs`).
+    kick: Option<Arc<super::pool_kick::KickCell>>,
 }
 
 // SAFETY: `func` is taken exactly once, by whoever wins the QUEUED ->
@@ -194,6 +196,10 @@ fn helper_main() {
             }
             continue;
         };
+        if let Some(k) = &job.kick {
+            // Before the claim: a kick sent once the job runs finds us.
+            k.tid.store(crate::sys::gettid(), Ordering::SeqCst);
+        }
         if let Some(f) = job.claim(RUNNING) {
             f();
             POOL.completed.fetch_add(1, Ordering::Release);
@@ -264,6 +270,40 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
     if !in_coroutine() || BROKEN.load(Ordering::Relaxed) || super::alone() {
         return f();
     }
+    run_on_pool(f, None).expect("a job that cannot be kicked runs")
+}
+
+/// `run_blocking` for one system call that a signal interrupts natively (a
+/// socket wait): a signal that becomes deliverable to the calling coroutine
+/// cuts the call short (`pool_kick.rs`), which then fails with EINTR as
+/// natively; the coroutine's handlers have run when this returns. Returns
+/// the call's result, errno set.
+pub fn run_blocking_interruptible<'a>(call: impl FnOnce() -> isize + Send + 'a) -> isize {
+    if !in_coroutine() || BROKEN.load(Ordering::Relaxed) || super::alone() {
+        return call();
+    }
+    if !super::pool_kick::available() {
+        return run_on_pool(call, None).expect("a job that cannot be kicked runs");
+    }
+    let cell = Arc::new(super::pool_kick::KickCell::default());
+    let c = cell.clone();
+    match run_on_pool(move || super::pool_kick::window(&c, call), Some(cell)) {
+        Some(r) => r,
+        None => {
+            // Withdrawn before a helper took it: the call was never made.
+            crate::sys::set_errno(libc::EINTR);
+            -1
+        }
+    }
+}
+
+/// The pool's side of `run_blocking`: None only when `kick` is given and a
+/// signal withdrew the job before it ran.
+fn run_on_pool<'a, R: Send + 'a>(
+    f: impl FnOnce() -> R + Send + 'a,
+    kick: Option<Arc<super::pool_kick::KickCell>>,
+) -> Option<R> {
+    use super::pool_kick::{rekick_after, KICKABLE, KICKED, NONE};
     let mut out: Option<(R, i32)> = None;
     let out_ptr = SendPtr(&mut out as *mut Option<(R, i32)>);
     let body: Box<dyn FnOnce() + Send + 'a> = Box::new(move || {
@@ -280,6 +320,7 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
         state: AtomicU8::new(QUEUED),
         func: UnsafeCell::new(Some(body)),
         waiter: Mutex::new(None),
+        kick: kick.clone(),
     });
     POOL.jobs.fetch_add(1, Ordering::Relaxed);
     let (sleeper, start) = {
@@ -313,17 +354,47 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
     // The helper uses this coroutine's frames (`out`, the caller's
     // buffers) until the job is done: a signal handler must not run now
     // (it could leave by longjmp). Handlers run when the call returns, as
-    // after a disk read, which signals do not interrupt either.
+    // after a disk read, which signals do not interrupt either. A kickable
+    // job lets a signal wake the wait, which then cuts the call short
+    // (`pool_kick.rs`), and still runs no handler before its end.
     let me = super::park::current_ref();
     if let Some(t) = &me {
         t.ident.sig.uninterruptible.store(true, Ordering::Relaxed);
+        if kick.is_some() {
+            t.ident.sig.pool_kick.store(KICKABLE, Ordering::SeqCst);
+        }
     }
+    let mut rekick_at: Option<u64> = None;
+    let mut kicks = 0u32;
     loop {
         if job.state.load(Ordering::Acquire) == WITHDRAWN {
             break;
         }
+        if let (Some(cell), Some(t)) = (&kick, &me) {
+            let kickable = t.ident.sig.pool_kick.load(Ordering::SeqCst) == KICKABLE;
+            let due = rekick_at.is_some_and(|at| crate::sys::now_ns() >= at);
+            if (kickable && super::signals::deliverable(t) != 0) || due {
+                if kicks == 0 {
+                    super::pool_kick::note_cut();
+                }
+                t.ident.sig.pool_kick.store(KICKED, Ordering::SeqCst);
+                if job.claim(WITHDRAWN).is_some() {
+                    break; // not started: never made
+                }
+                let g = lock(&job.waiter);
+                rekick_at = (job.state.load(Ordering::Acquire) == RUNNING
+                    && super::pool_kick::kick(cell))
+                .then(|| crate::sys::now_ns() + rekick_after(kicks));
+                kicks += 1;
+                drop(g);
+            }
+        }
         let queued = job.state.load(Ordering::Acquire) == QUEUED;
-        let deadline = queued.then(|| crate::sys::now_ns() + GRACE_NS);
+        let grace = queued.then(|| crate::sys::now_ns() + GRACE_NS);
+        let deadline = match (grace, rekick_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         super::waitdesc::describe(super::waitdesc::Cause::Pool, 0);
         park(
             |w| {
@@ -355,12 +426,13 @@ pub fn run_blocking<'a, R: Send + 'a>(f: impl FnOnce() -> R + Send + 'a) -> R {
         }
     }
     if let Some(t) = &me {
+        t.ident.sig.pool_kick.store(NONE, Ordering::SeqCst);
         t.ident.sig.uninterruptible.store(false, Ordering::Relaxed);
         super::signals::run_pending(t);
     }
-    let (r, e) = out.expect("the blocking job ran");
+    let (r, e) = out?;
     crate::sys::set_errno(e);
-    r
+    Some(r)
 }
 
 /// A raw pointer that may cross to a helper thread: the coroutine that owns

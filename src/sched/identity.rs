@@ -13,7 +13,7 @@
 //! (they never lock or allocate); `tls` is only touched by the home worker.
 
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use crate::ctx::tls::ThreadBlock;
 
@@ -107,6 +107,10 @@ pub struct SignalState {
     /// A wait that must not be cut short (a blocking-pool call: the helper
     /// thread still uses the caller's buffers): signals wait for its end.
     pub uninterruptible: AtomicBool,
+    /// While `uninterruptible` for a pool job that a signal may cut short:
+    /// `pool_kick::KICKABLE` (a deliverable signal wakes the wait) or
+    /// `KICKED` (the helper was told; signals wait for the job's end).
+    pub pool_kick: AtomicU8,
     /// Nesting of handlers running in this thread, and the mask to go back
     /// to when the outermost one is left by a long jump.
     pub depth: AtomicU32,

@@ -39,6 +39,7 @@ pub mod lone;
 pub mod netpoller;
 mod own_lock;
 pub mod park;
+pub mod pool_kick;
 pub mod preempt;
 mod preempt_asm;
 mod preempt_monitor;

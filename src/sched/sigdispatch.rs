@@ -287,7 +287,7 @@ fn back_to_kernel(sig: i32) {
 /// Interrupts `t`'s park so it runs its handlers (normal context): answers
 /// the park it is in, or kicks the worker it runs on.
 pub(super) fn interrupt(t: &TaskRef) {
-    if t.ident.sig.uninterruptible.load(Ordering::Relaxed) {
+    if super::signals::deaf(&t.ident.sig) {
         return;
     }
     fence(Ordering::SeqCst);

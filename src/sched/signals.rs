@@ -334,7 +334,9 @@ pub fn handlers_run() -> Option<u32> {
 pub fn must_not_sleep(t: &Task) -> bool {
     let s = &t.ident.sig;
     if s.uninterruptible.load(Ordering::Relaxed) {
-        return false;
+        // A kickable pool job: a deliverable signal ends the park, and the
+        // wait cuts the job short (`pool_kick.rs`).
+        return !deaf(s) && deliverable(t) != 0;
     }
     if deliverable(t) != 0
         || t.ident.pending.load(Ordering::SeqCst) & s.waiting_for.load(Ordering::Relaxed) != 0
@@ -411,11 +413,20 @@ fn add_pending(t: &Task, sig: i32, info: &Info) -> bool {
     true
 }
 
+/// Whether signals for a thread wait for the end of what it does: a
+/// blocking-pool job that no signal cuts short, or one already cut short
+/// (`pool_kick.rs`). A kickable one is woken; it runs no handler before
+/// its job ends all the same (`run_pending` waits for `uninterruptible`).
+pub(super) fn deaf(s: &super::identity::SignalState) -> bool {
+    s.uninterruptible.load(Ordering::Relaxed)
+        && s.pool_kick.load(Ordering::SeqCst) != super::pool_kick::KICKABLE
+}
+
 /// Whether `t` must be woken to take what is pending for it.
 pub(super) fn wants_wake(t: &Task) -> bool {
     let s = &t.ident.sig;
     let p = t.ident.pending.load(Ordering::SeqCst);
-    !s.uninterruptible.load(Ordering::Relaxed)
+    !deaf(s)
         && t.state() != DONE
         && (p & !t.ident.sigmask.load(Ordering::SeqCst) != 0
             || p & s.waiting_for.load(Ordering::Relaxed) != 0)

@@ -233,6 +233,10 @@ pub fn report() -> String {
     }
     line("blocking-pool hand-offs", t.pool_jobs.to_string());
     line("blocking-pool threads", t.pool_threads.to_string());
+    let cut = super::pool_kick::cut();
+    if cut != 0 {
+        line("blocking-pool calls a signal cut short", cut.to_string());
+    }
     line(
         "path calls answered from the kernel's caches",
         super::blocking::inline_answers().to_string(),
