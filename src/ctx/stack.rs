@@ -432,6 +432,28 @@ mod tests {
     }
 
     #[test]
+    fn program_stack_is_trimmed_and_never_pooled() {
+        let mem = vec![0u8; 64 * 1024];
+        let addr = mem.as_ptr() as usize + 3;
+        let s = GuardedStack::program(addr, 32 * 1024).unwrap();
+        assert!(s.is_program());
+        assert_eq!(s.limit().get() % 16, 0);
+        assert_eq!(s.base().get() % 16, 0);
+        assert!(s.limit().get() >= addr && s.base().get() <= addr + 32 * 1024);
+        assert!(s.usable_size() > 32 * 1024 - 32);
+        assert!(
+            GuardedStack::program(addr, 100).is_none(),
+            "below the minimum"
+        );
+        let mut pool = StackPool::new();
+        pool.put(s);
+        assert!(
+            pool.classes.is_empty(),
+            "the program's memory is not reused"
+        );
+    }
+
+    #[test]
     fn recent_stacks_first_and_unused_ones_last() {
         let mut pool = StackPool::new();
         let size = 16 * 1024;
