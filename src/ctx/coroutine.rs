@@ -1,4 +1,5 @@
-//! A coroutine: a corosensei coroutine on a pooled, guarded stack.
+//! A coroutine: a corosensei coroutine on a pooled, guarded stack (or on
+//! the stack a program gave its thread, `GuardedStack::program`).
 //!
 //! The scheduler resumes a coroutine; the coroutine runs until it suspends
 //! itself through its `Yielder` (to park) or returns. Nothing crosses the
@@ -38,11 +39,14 @@ impl Coroutine {
     {
         let stack_top = stack.top();
         let guard = stack.guard_range();
+        // A program's stack has no guard of corun's: a fault below it is
+        // the program's (SBCL's own guard pages), never reported here.
+        let overflow_guard = if stack.is_program() { (0, 0) } else { guard };
         Coroutine {
             inner: corosensei::Coroutine::with_stack(stack, move |y: &Yielder, ()| body(y)),
             stack_top,
             guard,
-            record: Running::new(id, guard, stack_top),
+            record: Running::new(id, overflow_guard, stack_top),
         }
     }
 

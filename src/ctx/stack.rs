@@ -60,6 +60,9 @@ pub struct GuardedStack {
     guard: usize,
     /// Pages may be resident (false right after release or mapping).
     dirty: bool,
+    /// Memory the program gave (`pthread_attr_setstack`): no guard, never
+    /// pooled, released or unmapped by corun.
+    program: bool,
 }
 
 // SAFETY: the stack is plain memory owned by this value; moving the owner
@@ -106,9 +109,36 @@ impl GuardedStack {
                 len: each,
                 guard: page,
                 dirty: false,
+                program: false,
             });
         }
         Ok(out)
+    }
+
+    /// The stack a program gave for a thread (`pthread_attr_setstack`):
+    /// `[addr, addr + size)`, trimmed inward to the 16-byte alignment the
+    /// switch needs. None if less than corosensei's minimum is left.
+    /// The memory stays the program's: `is_program` stacks are never
+    /// pooled, released or unmapped.
+    pub fn program(addr: usize, size: usize) -> Option<GuardedStack> {
+        let align = corosensei::stack::STACK_ALIGNMENT;
+        let low = addr.checked_next_multiple_of(align)?;
+        let top = addr.checked_add(size)? & !(align - 1);
+        if low == 0 || top < low + corosensei::stack::MIN_STACK_SIZE {
+            return None;
+        }
+        Some(GuardedStack {
+            low,
+            len: top - low,
+            guard: 0,
+            dirty: true,
+            program: true,
+        })
+    }
+
+    /// Whether the program gave this stack (see `program`).
+    pub fn is_program(&self) -> bool {
+        self.program
     }
 
     /// Usable bytes (guard excluded).
@@ -116,7 +146,8 @@ impl GuardedStack {
         self.len - self.guard
     }
 
-    /// The guard page's address range.
+    /// The guard page's address range (empty, at the lowest address, for
+    /// a program's stack).
     pub fn guard_range(&self) -> (usize, usize) {
         (self.low, self.low + self.guard)
     }
@@ -165,7 +196,10 @@ fn install_guard(low: usize, page: usize) -> std::io::Result<()> {
 
 // SAFETY: base() and limit() bound a region owned by this value whose lowest
 // page is a guard page; both are page aligned, hence aligned to
-// STACK_ALIGNMENT, and the usable part is at least MIN_STACK_SIZE.
+// STACK_ALIGNMENT, and the usable part is at least MIN_STACK_SIZE. A
+// program's stack (`program`) has no guard (as natively with a stack given
+// by pthread_attr_setstack), is 16-byte aligned and at least MIN_STACK_SIZE;
+// the program hands it over for the thread's life (POSIX).
 unsafe impl Stack for GuardedStack {
     fn base(&self) -> StackPointer {
         NonZeroUsize::new(self.top()).expect("mapping is not at address 0")
@@ -254,6 +288,9 @@ impl StackPool {
 
     /// Takes back the stack of a finished coroutine.
     pub fn put(&mut self, stack: GuardedStack) {
+        if stack.program {
+            return; // the program's memory: not ours to reuse
+        }
         let c = self.class(stack.usable_size());
         c.idle.push_back(stack);
     }
@@ -274,6 +311,9 @@ impl StackPool {
     /// ones if no coroutine ever ran on it (with the released ones, to be
     /// handed out last), else under the used ones.
     pub fn put_cold(&mut self, stack: GuardedStack) {
+        if stack.program {
+            return;
+        }
         let c = self.class(stack.usable_size());
         if stack.dirty {
             c.idle.insert(c.clean_below, stack);
@@ -389,6 +429,28 @@ mod tests {
             .filter(|&&t| unsafe { *((t - 1) as *const u8) } == 0)
             .count();
         assert_eq!(zeroed, n - HOT);
+    }
+
+    #[test]
+    fn program_stack_is_trimmed_and_never_pooled() {
+        let mem = vec![0u8; 64 * 1024];
+        let addr = mem.as_ptr() as usize + 3;
+        let s = GuardedStack::program(addr, 32 * 1024).unwrap();
+        assert!(s.is_program());
+        assert_eq!(s.limit().get() % 16, 0);
+        assert_eq!(s.base().get() % 16, 0);
+        assert!(s.limit().get() >= addr && s.base().get() <= addr + 32 * 1024);
+        assert!(s.usable_size() > 32 * 1024 - 32);
+        assert!(
+            GuardedStack::program(addr, 100).is_none(),
+            "below the minimum"
+        );
+        let mut pool = StackPool::new();
+        pool.put(s);
+        assert!(
+            pool.classes.is_empty(),
+            "the program's memory is not reused"
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::ctx::tls;
+use crate::ctx::{tls, GuardedStack};
 
 use super::runtime::{ensure_started, runtime, Runtime};
 use super::stack_pool::shared_stack;
@@ -114,19 +114,33 @@ fn wake_one(rt: &Runtime) {
 /// Makes a new task and places it; fails (errno) when no stack can be had.
 pub fn spawn(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
     let start_addr = entry.start_addr();
-    spawn_at(entry, stack_size, start_addr, false)
+    spawn_at(entry, stack_size, start_addr, false, None)
 }
 
 /// Spawns a thread (`pthread_create`): like `spawn`, and the task gets TLS
 /// and a glibc descriptor of its own when it first runs (`ctx::tls`).
-pub fn spawn_thread(entry: Entry, stack_size: usize, start_addr: usize) -> Result<TaskRef, i32> {
-    spawn_at(entry, stack_size, start_addr, true)
+/// `program_stack` (lowest address, bytes): the stack the program gave
+/// (`pthread_attr_setstack`), which the coroutine runs on instead of one
+/// of corun's; `stack_size` is then ignored.
+pub fn spawn_thread(
+    entry: Entry,
+    stack_size: usize,
+    start_addr: usize,
+    program_stack: Option<(usize, usize)>,
+) -> Result<TaskRef, i32> {
+    spawn_at(entry, stack_size, start_addr, true, program_stack)
 }
 
 /// Gives a new task its stack now, so that a spawn fails (with the errno a
 /// `pthread_create` would report) when none can be had: from the spawning
 /// worker's pool, or the shared one.
 fn reserve_stack(t: &Task, me: Option<&Worker>) -> Result<(), i32> {
+    if let Some((lo, top)) = t.program_stack {
+        let s = GuardedStack::program(lo, top - lo).ok_or(libc::EINVAL)?;
+        // SAFETY: the task is not shared yet.
+        unsafe { *t.stack.get() = Some(s) };
+        return Ok(());
+    }
     let stack = match me {
         Some(w) => w.get_stack(t.stack_size),
         None => shared_stack(t.stack_size),
@@ -144,9 +158,14 @@ fn spawn_at(
     stack_size: usize,
     start_addr: usize,
     thread: bool,
+    program_stack: Option<(usize, usize)>,
 ) -> Result<TaskRef, i32> {
     let rt: &'static Runtime = runtime().ok_or(libc::EAGAIN)?;
-    let t = Task::with_start_addr(entry, stack_size, start_addr);
+    let (stack_size, program_stack) = match program_stack {
+        Some((lo, size)) => (size, Some((lo, lo.saturating_add(size)))),
+        None => (stack_size, None),
+    };
+    let t = Task::with_start_addr(entry, stack_size, start_addr, program_stack);
     t.ident.own_tls.set(thread && tls::available());
     let me = current_worker();
     reserve_stack(&t, me)?;

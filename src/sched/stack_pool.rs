@@ -146,6 +146,9 @@ impl Worker {
     /// burst touches about as many stacks as run at once (which the run
     /// order keeps small: woken tasks go first, `run_queue.rs`).
     pub(super) fn recent_stack(&self, reserved: GuardedStack) -> GuardedStack {
+        if reserved.is_program() {
+            return reserved; // the thread must run on the program's memory
+        }
         let mut local = self.local.stacks.borrow_mut();
         match local.take_recent(reserved.usable_size()) {
             Some(s) => {
@@ -160,6 +163,9 @@ impl Worker {
     /// LOCAL_STACKS of its size; past that, BATCH of them go to the
     /// shared pool.
     pub(super) fn put_stack(&self, s: GuardedStack) {
+        if s.is_program() {
+            return; // the program's memory (pthread_attr_setstack): left as it is
+        }
         let size = s.usable_size();
         let mut local = self.local.stacks.borrow_mut();
         local.put(s);

@@ -102,6 +102,9 @@ pub struct Task {
     /// it is stale).
     claim: AtomicUsize,
     pub stack_size: usize,
+    /// The stack the program gave (`pthread_attr_setstack`): its lowest
+    /// address and top, as the program gave them; None on a corun stack.
+    pub program_stack: Option<(usize, usize)>,
     pub(super) entry: UnsafeCell<Option<Entry>>,
     /// The stack reserved at spawn (so a spawn can fail with EAGAIN, as
     /// pthread_create does), until the first run turns it into `coro`.
@@ -172,12 +175,19 @@ pub fn records_held() -> u64 {
 impl Task {
     pub fn new(entry: Entry, stack_size: usize) -> TaskRef {
         let start_addr = entry.start_addr();
-        Task::with_start_addr(entry, stack_size, start_addr)
+        Task::with_start_addr(entry, stack_size, start_addr, None)
     }
 
     /// A task whose start routine, for the watchdog, is `start_addr` (a
     /// Rust entry that wraps a C start routine, as `pthread_create` makes).
-    pub fn with_start_addr(entry: Entry, stack_size: usize, start_addr: usize) -> TaskRef {
+    /// `program_stack`: the program's own stack for it (lowest address,
+    /// top), if it gave one.
+    pub fn with_start_addr(
+        entry: Entry,
+        stack_size: usize,
+        start_addr: usize,
+        program_stack: Option<(usize, usize)>,
+    ) -> TaskRef {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Arc::new(Task {
             id,
@@ -185,6 +195,7 @@ impl Task {
             home: AtomicUsize::new(NO_HOME),
             claim: AtomicUsize::new(0),
             stack_size,
+            program_stack,
             entry: UnsafeCell::new(Some(entry)),
             stack: UnsafeCell::new(None),
             coro: UnsafeCell::new(None),

@@ -89,6 +89,29 @@ pub(super) unsafe fn explicit_stack_size(attr: *const pthread_attr_t) -> Option<
     }
 }
 
+/// The stack the program gave on `attr` (`pthread_attr_setstack`, or
+/// `pthread_attr_setstackaddr` with a size): its lowest address and size.
+/// glibc keeps the top (address + size, stacks grow down) and reads back
+/// 0 when none was given; with no size set, the default size is used, as
+/// glibc does.
+///
+/// # Safety
+/// `attr` points at an initialised attribute object.
+pub(super) unsafe fn given_stack(attr: *const pthread_attr_t) -> Option<(usize, usize)> {
+    extern "C" {
+        fn pthread_attr_getstackaddr(attr: *const pthread_attr_t, addr: *mut *mut c_void) -> c_int;
+    }
+    let mut top: *mut c_void = std::ptr::null_mut();
+    // SAFETY: the caller's attribute object; `top` is writable.
+    if unsafe { pthread_attr_getstackaddr(attr, &mut top) } != 0 || top.is_null() {
+        return None;
+    }
+    // SAFETY: as above.
+    let size = unsafe { explicit_stack_size(attr) }.unwrap_or_else(default_stack_size);
+    let top = top as usize;
+    Some((top.checked_sub(size)?, size))
+}
+
 /// The end of a coroutine thread's life, in the coroutine: key destructors,
 /// then the table learns it finished (a detached thread leaves it).
 pub(super) fn thread_end() {
@@ -206,9 +229,13 @@ pub(crate) unsafe fn create_coroutine(
 ) -> c_int {
     let mut stack = default_stack_size();
     let mut detached = false;
+    let mut program_stack = None;
     if !attr.is_null() {
         // SAFETY: `attr` is an initialised attribute object (caller's contract).
-        if let Some(size) = unsafe { explicit_stack_size(attr) } {
+        if let Some(given) = unsafe { given_stack(attr) } {
+            program_stack = Some(given);
+        // SAFETY: as above.
+        } else if let Some(size) = unsafe { explicit_stack_size(attr) } {
             if size > crate::config::MAX_STACK_SIZE && !could_map(size) {
                 return libc::EAGAIN;
             }
@@ -272,8 +299,12 @@ pub(crate) unsafe fn create_coroutine(
     // Before the spawn: once it runs, the thread may free what arg points to.
     let kept = sched::startname::creation_arg(start.addr(), arg);
     LIVE.fetch_add(1, Ordering::AcqRel);
-    let task = match sched::spawn_thread(entry, stack, start.addr()) {
+    let task = match sched::spawn_thread(entry, stack, start.addr(), program_stack) {
         Ok(t) => t,
+        Err(e) if program_stack.is_some() => {
+            LIVE.fetch_sub(1, Ordering::AcqRel);
+            return e;
+        }
         Err(_) => {
             // No stack could be had (memory, or the mappings limit): what
             // glibc reports for lacking resources.

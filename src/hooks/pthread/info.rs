@@ -80,7 +80,9 @@ pub unsafe extern "C" fn pthread_getattr_np(t: pthread_t, attr: *mut pthread_att
             },
         );
         libc::pthread_attr_setguardsize(attr, crate::sys::page_size());
-        match (id == current_id()).then(sched::current_stack).flatten() {
+        let own = || (id == current_id()).then(sched::current_stack).flatten();
+        // A stack the program gave is reported as given (glibc does too).
+        match task.program_stack.or_else(own) {
             Some((lo, hi)) => {
                 pthread_attr_setstack(attr, lo as *mut c_void, hi - lo);
             }
