@@ -27,6 +27,8 @@ command -v gdb >/dev/null 2>&1 || need+=(gdb)       # scripts/tests/gdb_ext.sh: 
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind) # scripts/tests/yield_instructions.sh: callgrind
 [ -x /usr/sbin/vsftpd ] || need+=(vsftpd)           # scripts/tests/vsftpd_session.sh
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)     # scripts/tests/sshd_session.sh
+command -v ruby >/dev/null 2>&1 || need+=(ruby)   # scripts/tests/ruby_compute.sh: Ruby threads
+command -v sbcl >/dev/null 2>&1 || need+=(sbcl)   # scripts/tests/sbcl_threads.sh: its collector, pthread_attr_setstack
 if [ "${1:-}" = servers ]; then
     have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "$2" ]; }
     have apache2 /usr/sbin/apache2 || need+=(apache2)
