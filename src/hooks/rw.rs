@@ -28,7 +28,7 @@ use crate::sched::blocking::{run_blocking, SendPtr};
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::parking;
 use crate::sched::prefetch::{note_io_buffer, IoBuf};
-use crate::sys::{errno, real};
+use crate::sys::{errno, nocancel, real};
 
 /// A `MSG_DONTWAIT` receive into `iov` on a socket, as a system call made
 /// through glibc's `syscall`: `recvfrom` for one buffer (what a `read` is;
@@ -394,7 +394,7 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
 #[inline(never)]
 unsafe fn read_as_is(e: &'static FdEntry, fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
     // SAFETY: the caller's read contract.
-    super::nb_read_as_is(Some(e), || unsafe { real::read(fd, buf, n) })
+    super::nb_read_as_is(Some(e), || unsafe { nocancel::read(fd, buf, n) })
 }
 
 #[inline(never)]
@@ -418,11 +418,14 @@ unsafe fn read_hooked(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
 
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if crate::sched::lone::nothing_parks() || super::program_nonblocking(fd).is_some() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing
-        // parks, or on an fd the program made non-blocking itself.
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
         // SAFETY: the caller's write contract.
         return unsafe { real::write(fd, buf, n) };
+    }
+    if super::program_nonblocking(fd).is_some() {
+        // SAFETY: as above (an fd the program made non-blocking itself).
+        return unsafe { nocancel::write(fd, buf, n) };
     }
     // SAFETY: as above.
     unsafe { write_hooked(fd, buf, n) }
@@ -463,7 +466,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
 #[inline(never)]
 unsafe fn readv_as_is(e: &'static FdEntry, fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
     // SAFETY: the caller's readv contract.
-    super::nb_read_as_is(Some(e), || unsafe { real::readv(fd, iov, cnt) })
+    super::nb_read_as_is(Some(e), || unsafe { nocancel::readv(fd, iov, cnt) })
 }
 
 #[inline(never)]
@@ -481,11 +484,14 @@ unsafe fn readv_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    if crate::sched::lone::nothing_parks() || super::program_nonblocking(fd).is_some() {
-        // A lone entry (hooks/mod.rs): what the rest does when nothing
-        // parks, or on an fd the program made non-blocking itself.
+    if crate::sched::lone::nothing_parks() {
+        // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
         // SAFETY: the caller's writev contract.
         return unsafe { real::writev(fd, iov, cnt) };
+    }
+    if super::program_nonblocking(fd).is_some() {
+        // SAFETY: as above (an fd the program made non-blocking itself).
+        return unsafe { nocancel::writev(fd, iov, cnt) };
     }
     // SAFETY: as above.
     unsafe { writev_hooked(fd, iov, cnt) }

@@ -6,6 +6,7 @@
 pub mod alloc;
 pub mod block_cache;
 pub mod epoll;
+pub mod nocancel;
 pub mod real;
 pub mod static_tls;
 
