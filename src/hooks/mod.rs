@@ -3,7 +3,8 @@
 //!
 //! | file          | interposes |
 //! |---------------|------------|
-//! | `rw.rs`       | read, write, readv, writev, preadv(64)v2, pwritev(64)v2, pread(64), pwrite(64), __read_chk, __pread(64)_chk |
+//! | `rw.rs`       | read, write, readv, writev, __read_chk |
+//! | `pread.rs`    | pread(64), pwrite(64), __pread(64)_chk, preadv(64)v2, pwritev(64)v2 |
 //! | `sendrecv.rs` | recv, recvfrom, recvmsg, send, sendto, sendmsg, __recv_chk, __recvfrom_chk |
 //! | `mmsg.rs`     | recvmmsg, sendmmsg |
 //! | `socket.rs`   | socket, socketpair, accept, accept4, connect, shutdown, setsockopt, getsockopt |

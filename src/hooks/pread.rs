@@ -1,5 +1,7 @@
 //! `pread`, `pwrite` (and their `64` names, `__pread_chk`,
-//! `__pread64_chk`): reads and writes at an offset.
+//! `__pread64_chk`): reads and writes at an offset; and `preadv2`,
+//! `pwritev2` (`preadv64v2`, `pwritev64v2`), which at offset -1 without
+//! flags are `readv`/`writev` (`hooks/rw.rs`) and otherwise pass through.
 //!
 //! They only make sense on seekable files (a pipe or socket gives ESPIPE),
 //! which never report EAGAIN: they pass straight through, and are
@@ -12,7 +14,7 @@ use std::ffi::c_int;
 use libc::{c_void, iovec, size_t, ssize_t};
 
 use super::fd_kind;
-use super::rw::__chk_fail;
+use super::rw::{__chk_fail, read_iov, write_iov};
 use crate::sched::fdtable;
 use crate::sched::parking;
 use crate::sys::real;
@@ -126,4 +128,72 @@ pub unsafe extern "C" fn __pread64_chk(
 ) -> ssize_t {
     // SAFETY: same contract.
     unsafe { __pread_chk(fd, buf, n, off, buflen) }
+}
+
+/// `preadv2`/`pwritev2` at offset -1 without flags are `readv`/`writev`
+/// (the current position; on a pipe or socket they wait like them). Any
+/// other call (an offset, or flags such as RWF_NOWAIT the program asked
+/// for) passes through.
+fn as_plain_rw(off: i64, flags: c_int, cnt: c_int) -> bool {
+    parking() && off == -1 && flags == 0 && cnt > 0 && cnt <= libc::UIO_MAXIOV
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn preadv2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: i64,
+    flags: c_int,
+) -> ssize_t {
+    if as_plain_rw(off, flags, cnt) {
+        if let Some(r) = read_iov(fd, iov, cnt) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's preadv2 contract.
+    unsafe { real::preadv2(fd, iov, cnt, off, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn preadv64v2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: i64,
+    flags: c_int,
+) -> ssize_t {
+    // On 64-bit Linux `off_t` is 64 bits: glibc's preadv64v2 is preadv2.
+    // SAFETY: the caller's preadv2 contract.
+    unsafe { preadv2(fd, iov, cnt, off, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pwritev2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: i64,
+    flags: c_int,
+) -> ssize_t {
+    if as_plain_rw(off, flags, cnt) {
+        if let Some(r) = write_iov(fd, iov, cnt) {
+            return r;
+        }
+    }
+    // SAFETY: the caller's pwritev2 contract.
+    unsafe { real::pwritev2(fd, iov, cnt, off, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pwritev64v2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: i64,
+    flags: c_int,
+) -> ssize_t {
+    // As preadv64v2: pwritev64v2 is pwritev2.
+    // SAFETY: the caller's pwritev2 contract.
+    unsafe { pwritev2(fd, iov, cnt, off, flags) }
 }

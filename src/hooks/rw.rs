@@ -1,7 +1,7 @@
-//! `read`, `write`, `readv`, `writev`, `__read_chk`; `preadv2`, `pwritev2`
-//! (and `preadv64v2`, `pwritev64v2`) at offset -1 without flags, which are
-//! `readv`/`writev`. The positioned calls (`pread`, `pwrite`...) are
-//! `hooks/pread.rs`.
+//! `read`, `write`, `readv`, `writev`, `__read_chk`. The positioned calls
+//! (`pread`, `pwrite`...) and `preadv2`/`pwritev2` (which at offset -1
+//! without flags are `readv`/`writev`, through `read_iov`/`write_iov`
+//! here) are `hooks/pread.rs`.
 //!
 //! `__read_chk` is `read` as `_FORTIFY_SOURCE` builds call it: it checks the
 //! buffer size as glibc's does (a too-small buffer aborts through
@@ -510,74 +510,6 @@ unsafe fn writev_hooked(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
     }
     // SAFETY: the caller's writev contract.
     unsafe { real::writev(fd, iov, cnt) }
-}
-
-/// `preadv2`/`pwritev2` at offset -1 without flags are `readv`/`writev`
-/// (the current position; on a pipe or socket they wait like them). Any
-/// other call (an offset, or flags such as RWF_NOWAIT the program asked
-/// for) passes through.
-fn as_plain_rw(off: i64, flags: c_int, cnt: c_int) -> bool {
-    parking() && off == -1 && flags == 0 && cnt > 0 && cnt <= libc::UIO_MAXIOV
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn preadv2(
-    fd: c_int,
-    iov: *const iovec,
-    cnt: c_int,
-    off: i64,
-    flags: c_int,
-) -> ssize_t {
-    if as_plain_rw(off, flags, cnt) {
-        if let Some(r) = read_iov(fd, iov, cnt) {
-            return r;
-        }
-    }
-    // SAFETY: the caller's preadv2 contract.
-    unsafe { real::preadv2(fd, iov, cnt, off, flags) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn preadv64v2(
-    fd: c_int,
-    iov: *const iovec,
-    cnt: c_int,
-    off: i64,
-    flags: c_int,
-) -> ssize_t {
-    // On 64-bit Linux `off_t` is 64 bits: glibc's preadv64v2 is preadv2.
-    // SAFETY: the caller's preadv2 contract.
-    unsafe { preadv2(fd, iov, cnt, off, flags) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pwritev2(
-    fd: c_int,
-    iov: *const iovec,
-    cnt: c_int,
-    off: i64,
-    flags: c_int,
-) -> ssize_t {
-    if as_plain_rw(off, flags, cnt) {
-        if let Some(r) = write_iov(fd, iov, cnt) {
-            return r;
-        }
-    }
-    // SAFETY: the caller's pwritev2 contract.
-    unsafe { real::pwritev2(fd, iov, cnt, off, flags) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pwritev64v2(
-    fd: c_int,
-    iov: *const iovec,
-    cnt: c_int,
-    off: i64,
-    flags: c_int,
-) -> ssize_t {
-    // As preadv64v2: pwritev64v2 is pwritev2.
-    // SAFETY: the caller's pwritev2 contract.
-    unsafe { pwritev2(fd, iov, cnt, off, flags) }
 }
 
 extern "C" {
