@@ -59,12 +59,7 @@ start_s=$(date +%s)
 say() { printf '[%4ss] servers: %s\n' "$(( $(date +%s) - start_s ))" "$*"; }
 
 W="$TMPD/servers"
-mkdir -p "$W/htdocs"
-chmod 755 "$TMPD" "$W" "$W/htdocs"
-# 600 bytes: a small static page.
-head -c 450 /dev/urandom | base64 -w 76 | head -c 600 >"$W/htdocs/index.html"
-chmod 644 "$W/htdocs/index.html"
-FILE_MD5=$(md5sum <"$W/htdocs/index.html")
+make_web_root "$W"
 
 # Kernel threads of a process and its descendants (apache, nginx: a master
 # and children).

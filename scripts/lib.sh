@@ -52,6 +52,17 @@ wait_port() {
 }
 
 # Number of kernel threads of a pid.
+# A web root DIR/htdocs holding a 600-byte static page (index.html) that
+# any server user can read; sets FILE_MD5 to the page's md5sum line (the
+# real servers of make bench and servers_paired.sh serve it).
+make_web_root() {
+    mkdir -p "$1/htdocs"
+    chmod 755 "$TMPD" "$1" "$1/htdocs"
+    head -c 450 /dev/urandom | base64 -w 76 | head -c 600 >"$1/htdocs/index.html"
+    chmod 644 "$1/htdocs/index.html"
+    FILE_MD5=$(md5sum <"$1/htdocs/index.html")
+}
+
 nthreads() { ls "/proc/$1/task" | wc -l; }
 # RSS of a pid in KiB.
 rss_kib() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }

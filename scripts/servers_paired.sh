@@ -42,11 +42,7 @@ export PATH="$PATH:/usr/sbin"
 ulimit -n "$(ulimit -Hn)"
 
 W="$TMPD/paired"
-mkdir -p "$W/htdocs"
-chmod 755 "$TMPD" "$W" "$W/htdocs"
-head -c 450 /dev/urandom | base64 -w 76 | head -c 600 >"$W/htdocs/index.html"
-chmod 644 "$W/htdocs/index.html"
-FILE_MD5=$(md5sum <"$W/htdocs/index.html")
+make_web_root "$W"
 
 # Run time in ns of every thread of a process and its children.
 tree_ns() {

@@ -14,7 +14,6 @@ use super::preempt::{
     async_cancel_due, GRANULARITY_NS, NEXT_TIMER, SENT, SIGNAL, SLICE_NS, VALUE, WANT,
 };
 use super::runtime::Runtime;
-use super::siginfo;
 use super::worker::Worker;
 
 pub(super) fn monitor(rt: &'static Runtime) {
@@ -170,16 +169,6 @@ fn thread_runs(w: &Worker) -> bool {
 }
 
 fn send(w: &Worker) {
-    let tid = w.tid.load(Ordering::Relaxed);
-    let mut info = [0u64; siginfo::WORDS];
-    // SAFETY: getpid/getuid have no preconditions.
-    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
-    info[0] = SIGNAL as u32 as u64;
-    info[1] = libc::SI_QUEUE as u32 as u64;
-    info[2] = (pid as u32 as u64) | ((uid as u64) << 32);
-    info[3] = VALUE;
     SENT.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: a siginfo buffer of the kernel's size; SI_QUEUE (negative)
-    // may be sent to a thread of our own process.
-    unsafe { libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, SIGNAL, info.as_ptr()) };
+    super::signals::send_marker(w.tid.load(Ordering::Relaxed), SIGNAL, VALUE);
 }
