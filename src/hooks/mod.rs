@@ -41,7 +41,7 @@
 //! | `aio.rs`      | aio_suspend(64), lio_listio(64) with LIO_WAIT (wait parked for glibc's AIO helper threads) |
 //! | `gai.rs`      | gai_suspend (wait parked for getaddrinfo_a's helper threads) |
 //! | `c11threads.rs`| thrd_create, thrd_join, thrd_exit, thrd_detach, thrd_current, thrd_equal, thrd_sleep, thrd_yield, mtx_lock, mtx_timedlock, mtx_trylock, mtx_unlock, cnd_wait, cnd_timedwait, cnd_signal, cnd_broadcast, call_once, tss_create, tss_get, tss_set, tss_delete (on the pthread hooks) |
-//! | `pthread/`    | pthread_* taking a pthread_t (create, join, keys, names, kill...); `tid.rs`: gettid, tgkill, sched_[gs]etaffinity (kept per thread: `affinity.rs`), sched_[gs]etscheduler, sched_[gs]etparam, [gs]etpriority |
+//! | `pthread/`    | pthread_* taking a pthread_t (create, join, keys, names, kill...); `tid.rs`: gettid, tgkill, sched_[gs]etaffinity (kept per thread: `affinity.rs`); `sched_attr.rs`: sched_[gs]etscheduler, sched_[gs]etparam, [gs]etpriority, SYS_sched_[gs]etattr (kept per thread) |
 //!
 //! Every hook begins with the same test: is the caller a coroutine? If not
 //! (the runtime is not up, a native thread, runtime code itself, an atexit

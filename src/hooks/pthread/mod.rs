@@ -153,9 +153,11 @@ struct ThreadRec {
     finished: AtomicU32,
     /// The CPU mask the thread set (`affinity.rs`); None: main's.
     affinity: Mutex<Option<affinity::Mask>>,
-    /// The scheduling policy `pthread_setschedparam` set (kept, not
-    /// applied: a coroutine runs with its worker's).
+    /// The scheduling policy (`pthread_setschedparam`, `sched_setscheduler`,
+    /// `sched_setattr`) and nice value (`setpriority`, `sched_setattr`):
+    /// kept, not applied (a coroutine runs with its worker's; `sched_attr.rs`).
     policy: std::sync::atomic::AtomicI32,
+    nice: std::sync::atomic::AtomicI32,
 }
 
 #[derive(Default)]
@@ -167,12 +169,14 @@ struct RecState {
 
 impl ThreadRec {
     fn new(name: [u8; NAME_LEN]) -> Arc<ThreadRec> {
+        let (policy, nice) = sched_attr::inherited();
         Arc::new(ThreadRec {
             name: Mutex::new(name),
             state: Mutex::new(RecState::default()),
             finished: AtomicU32::new(0),
             affinity: Mutex::new(None),
-            policy: std::sync::atomic::AtomicI32::new(libc::SCHED_OTHER),
+            policy: std::sync::atomic::AtomicI32::new(policy),
+            nice: std::sync::atomic::AtomicI32::new(nice),
         })
     }
 }
@@ -322,10 +326,10 @@ pub(crate) mod foreign;
 mod info;
 mod join;
 mod keys;
+mod sched_attr;
 mod tid;
-pub(crate) use tid::{
-    current_tid, is_virtual_tid, sched_attr_call, set_clear_child_tid, signal_tid, task_id, vtid,
-};
+pub(crate) use sched_attr::sched_attr_call;
+pub(crate) use tid::{current_tid, is_virtual_tid, set_clear_child_tid, signal_tid, task_id, vtid};
 
 pub(crate) use create::*;
 pub(crate) use info::*;

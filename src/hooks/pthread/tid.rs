@@ -18,9 +18,7 @@
 //! `rt_tgsigqueueinfo` (also through `syscall()`) signal the coroutine, as
 //! `pthread_kill` does; `sched_setaffinity` on it (or on 0 in it) keeps
 //! the thread's mask, which `sched_getaffinity` gives back (`affinity.rs`);
-//! `sched_setscheduler`, `sched_setparam` and `setpriority(PRIO_PROCESS)`
-//! are accepted with no effect (a coroutine cannot be given its own), and
-//! their getters give what the coroutine's worker has.
+//! the scheduling calls keep its policy and nice value (`sched_attr.rs`).
 //! The glibc descriptor keeps the worker's kernel tid (`ctx::tls`): the
 //! kernel checks it for PI and robust futexes. Not mapped: the kernel's
 //! `/proc/self/task/<tid>/` directories, which exist for worker threads
@@ -155,18 +153,6 @@ pub unsafe extern "C" fn tgkill(tgid: libc::pid_t, tid: libc::pid_t, sig: c_int)
     unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) as c_int }
 }
 
-/// A tid a scheduling call names: a coroutine thread's gets `own`, an
-/// unknown virtual one ESRCH, any other the kernel's call.
-macro_rules! for_tid {
-    ($tid:expr, $own:expr, $real:expr) => {
-        match named(-1, $tid) {
-            Some(Ok(_)) => $own,
-            Some(Err(e)) => fail(e),
-            None => $real,
-        }
-    };
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn sched_setaffinity(
     pid: libc::pid_t,
@@ -201,120 +187,5 @@ pub unsafe extern "C" fn sched_getaffinity(
         Some(Err(e)) => fail(e),
         // SAFETY: the caller's contract.
         None => unsafe { real::sched_getaffinity(pid, size, set) },
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn sched_getscheduler(pid: libc::pid_t) -> c_int {
-    // SAFETY: plain integer.
-    for_tid!(pid, libc::SCHED_OTHER, unsafe {
-        real::sched_getscheduler(pid)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn sched_setscheduler(
-    pid: libc::pid_t,
-    policy: c_int,
-    p: *const libc::sched_param,
-) -> c_int {
-    // SAFETY: the caller's contract.
-    let own = || match unsafe { p.as_ref() } {
-        None => fail(libc::EINVAL),
-        Some(p) => match super::info::policy_check(policy, p.sched_priority) {
-            Ok(()) => 0,
-            Err(e) => fail(e),
-        },
-    };
-    // SAFETY: the caller's contract.
-    for_tid!(pid, own(), unsafe {
-        real::sched_setscheduler(pid, policy, p)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn sched_getparam(pid: libc::pid_t, p: *mut libc::sched_param) -> c_int {
-    // SAFETY: the caller's contract.
-    let own = || match unsafe { p.as_mut() } {
-        None => fail(libc::EINVAL),
-        Some(p) => {
-            p.sched_priority = 0;
-            0
-        }
-    };
-    // SAFETY: the caller's contract.
-    for_tid!(pid, own(), unsafe { real::sched_getparam(pid, p) })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn sched_setparam(pid: libc::pid_t, p: *const libc::sched_param) -> c_int {
-    // SAFETY: the caller's contract.
-    let own = || match unsafe { p.as_ref() } {
-        None => fail(libc::EINVAL),
-        Some(p) if p.sched_priority == 0 => 0,
-        Some(_) => fail(libc::EINVAL),
-    };
-    // SAFETY: the caller's contract.
-    for_tid!(pid, own(), unsafe { real::sched_setparam(pid, p) })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn getpriority(which: libc::__priority_which_t, who: libc::id_t) -> c_int {
-    if which == libc::PRIO_PROCESS as libc::__priority_which_t {
-        // The worker's nice value: the one the coroutine runs with.
-        // SAFETY: plain integers.
-        return for_tid!(
-            who as libc::pid_t,
-            unsafe { real::getpriority(which, 0) },
-            unsafe { real::getpriority(which, who) }
-        );
-    }
-    // SAFETY: plain integers.
-    unsafe { real::getpriority(which, who) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn setpriority(
-    which: libc::__priority_which_t,
-    who: libc::id_t,
-    prio: c_int,
-) -> c_int {
-    if which == libc::PRIO_PROCESS as libc::__priority_which_t {
-        // Accepted, no effect: a coroutine shares its worker's nice value.
-        // SAFETY: plain integers.
-        return for_tid!(who as libc::pid_t, 0, unsafe {
-            real::setpriority(which, who, prio)
-        });
-    }
-    // SAFETY: plain integers.
-    unsafe { real::setpriority(which, who, prio) }
-}
-
-/// `syscall(SYS_sched_setattr)` and `syscall(SYS_sched_getattr)` on a
-/// tid (glibc 2.36 has no wrapper: GLib's thread creation copies its
-/// creator's attributes into each new thread with them, by
-/// `syscall(SYS_gettid)`): a coroutine thread's setattr is accepted with
-/// no effect for SCHED_OTHER, SCHED_BATCH and SCHED_IDLE (a coroutine
-/// shares its worker's scheduling, as `sched_setscheduler` says), EPERM
-/// for the real-time policies; its getattr gives the calling worker's.
-/// None: a kernel tid, the kernel's call.
-pub(crate) fn sched_attr_call(n: libc::c_long, a: [libc::c_long; 4]) -> Option<libc::c_long> {
-    match named(-1, a[0] as libc::pid_t)? {
-        Err(e) => Some(fail(e) as libc::c_long),
-        Ok(_) if n == libc::SYS_sched_getattr => {
-            // SAFETY: the caller's buffer and size, for the calling thread.
-            Some(unsafe { libc::syscall(n, 0, a[1], a[2], a[3]) })
-        }
-        Ok(_) => {
-            if a[1] == 0 {
-                return Some(fail(libc::EINVAL) as libc::c_long);
-            }
-            // SAFETY: the caller's struct sched_attr: size, then policy.
-            let policy = unsafe { *((a[1] as *const u32).add(1)) } as c_int;
-            Some(match policy {
-                libc::SCHED_OTHER | libc::SCHED_BATCH | libc::SCHED_IDLE => 0,
-                _ => fail(libc::EPERM) as libc::c_long,
-            })
-        }
     }
 }
