@@ -64,7 +64,7 @@
 //! the function is the worker's, which is installed wherever it is used.
 
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// tcbhead_t (sysdeps/x86_64/nptl/tls.h), stable since glibc 2.x.
@@ -109,11 +109,6 @@ struct Glibc {
 }
 
 static GLIBC: OnceLock<Option<Glibc>> = OnceLock::new();
-/// `Glibc::fsgsbase` of the glibc learnt (false before `init`, or if none
-/// was): `set_thread_pointer` runs twice a switch into a thread with a
-/// block of its own, and the `OnceLock`'s state, the `Option` and the flag
-/// were 10 instructions of each.
-static FSGSBASE: AtomicBool = AtomicBool::new(false);
 /// Blocks made so far (for stats and the bench).
 static MADE: AtomicUsize = AtomicUsize::new(0);
 static POOL: crate::sys::ForkMutex<Vec<usize>> = crate::sys::ForkMutex::new(Vec::new());
@@ -166,7 +161,7 @@ pub fn thread_pointer() -> usize {
 /// the caller must not use TLS addresses computed under the previous one.
 #[inline]
 pub unsafe fn set_thread_pointer(tp: usize) {
-    if FSGSBASE.load(Ordering::Relaxed) {
+    if glibc().is_some_and(|g| g.fsgsbase) {
         // SAFETY: the kernel enabled FSGSBASE (AT_HWCAP2 bit 1), so the
         // instruction is allowed in user mode; `tp` is valid (caller).
         unsafe { std::arch::asm!("wrfsbase {}", in(reg) tp, options(nostack, preserves_flags)) };
@@ -320,17 +315,17 @@ fn check_layout() -> Result<Glibc, &'static str> {
 /// at start). Returns whether coroutines can have TLS of their own; if not,
 /// says why once.
 pub fn init() -> bool {
-    let g = GLIBC.get_or_init(|| match check_layout() {
-        Ok(g) => Some(g),
-        Err(why) => {
-            crate::sys::raw_stderr(b"corun: threads share their worker's TLS (");
-            crate::sys::raw_stderr(why.as_bytes());
-            crate::sys::raw_stderr(b"): __thread variables are per worker\n");
-            None
-        }
-    });
-    FSGSBASE.store(g.as_ref().is_some_and(|g| g.fsgsbase), Ordering::Relaxed);
-    g.is_some()
+    GLIBC
+        .get_or_init(|| match check_layout() {
+            Ok(g) => Some(g),
+            Err(why) => {
+                crate::sys::raw_stderr(b"corun: threads share their worker's TLS (");
+                crate::sys::raw_stderr(why.as_bytes());
+                crate::sys::raw_stderr(b"): __thread variables are per worker\n");
+                None
+            }
+        })
+        .is_some()
 }
 
 fn glibc() -> Option<&'static Glibc> {
