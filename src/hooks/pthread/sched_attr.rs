@@ -15,6 +15,7 @@
 //! refused with EPERM (`info::policy_check`). `main` and kernel tids get
 //! the kernel's calls, as for affinity.
 
+use super::tid::fail;
 use super::*;
 
 /// The calling thread's policy and nice value, which a thread it makes
@@ -32,20 +33,32 @@ pub(super) fn inherited() -> (c_int, c_int) {
             );
         }
     }
+    // Both from one system call (this runs at every pthread_create made
+    // by main): the calling thread's struct sched_attr, through the real
+    // `syscall` so that no hook is re-entered; errno kept.
+    let mut attr = [0u8; ATTR_SIZE_VER0];
     let keep = crate::sys::errno();
-    // SAFETY: plain integers (0: the calling thread).
-    let got = unsafe {
-        (
-            real::sched_getscheduler(0),
-            real::getpriority(libc::PRIO_PROCESS, 0),
+    // SAFETY: a local buffer of the size passed; flags 0.
+    let r = unsafe {
+        crate::sys::real::syscall!(
+            libc::SYS_sched_getattr,
+            0,
+            attr.as_mut_ptr(),
+            ATTR_SIZE_VER0,
+            0
         )
     };
     crate::sys::set_errno(keep);
-    let policy = match got.0 {
+    if r != 0 {
+        return (libc::SCHED_OTHER, 0);
+    }
+    let word = |at: usize| i32::from_ne_bytes([attr[at], attr[at + 1], attr[at + 2], attr[at + 3]]);
+    let policy = match word(ATTR_POLICY) {
         p @ (libc::SCHED_BATCH | libc::SCHED_IDLE) => p,
         _ => libc::SCHED_OTHER,
     };
-    (policy, got.1.clamp(MIN_NICE, MAX_NICE))
+    let got = (policy, word(ATTR_NICE));
+    (got.0, got.1.clamp(MIN_NICE, MAX_NICE))
 }
 
 const MIN_NICE: c_int = -20;
@@ -99,11 +112,6 @@ fn set_nice(rec: &ThreadRec, nice: c_int, refused: c_int) -> Result<(), c_int> {
     }
     rec.nice.store(nice, Ordering::Relaxed);
     Ok(())
-}
-
-fn fail(e: c_int) -> c_int {
-    crate::sys::set_errno(e);
-    -1
 }
 
 #[no_mangle]

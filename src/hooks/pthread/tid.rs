@@ -109,7 +109,8 @@ pub(super) fn named(tgid: libc::pid_t, tid: libc::pid_t) -> Option<Result<TaskRe
     Some(alive(id).ok_or(libc::ESRCH))
 }
 
-fn fail(e: c_int) -> c_int {
+/// errno = `e`, and the -1 a failing libc call returns.
+pub(super) fn fail(e: c_int) -> c_int {
     crate::sys::set_errno(e);
     -1
 }
