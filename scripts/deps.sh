@@ -16,6 +16,7 @@ command -v strace >/dev/null 2>&1 || need+=(strace) # make bench: syscalls per o
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless) # tests: a threaded Java program
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)    # scripts/tests/ripgrep.sh: a threaded Rust program
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools) # scripts/tests/co_kv_redis.sh: redis-cli, redis-benchmark
+[ -x /usr/bin/redis-server ] || need+=(redis-server) # scripts/tests/redis_startup.sh (skipped without it: CI on a fresh machine did)
 # scripts/tests/mariadb.sh and make bench: a real thread-per-connection server
 [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
