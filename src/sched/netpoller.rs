@@ -51,7 +51,33 @@ pub(super) fn new_epoll(wake: &EventFd) -> std::io::Result<Epoll> {
     Ok(epoll)
 }
 
+/// The epoll instance and eventfd of a worker about to get its thread
+/// (the caller won `started`, so nobody else opens them; nobody signals the
+/// eventfd before the worker sleeps). The epoll goes to the worker's
+/// thread (`set_epoll`): the worker's `Local` is its thread's alone. Both
+/// are kept for the next attempt if the thread cannot be made (a spawn
+/// under a thread limit tries again at each spawn).
+pub(super) fn open_for_start(w: &Worker) -> std::io::Result<Epoll> {
+    if w.wake.fd() < 0 {
+        w.wake.renew()?;
+    }
+    let kept = w.unstarted_epoll.load(Ordering::Relaxed);
+    if kept >= 0 {
+        return Ok(Epoll::from_fd(kept));
+    }
+    let epoll = new_epoll(&w.wake)?;
+    w.unstarted_epoll.store(epoll.fd(), Ordering::Relaxed);
+    Ok(epoll)
+}
+
 impl Worker {
+    /// On the worker's own thread, at its start: the epoll made for it by
+    /// `open_for_start`.
+    pub(super) fn set_epoll(&self, epoll: Epoll) {
+        self.local.epoll.set(epoll);
+        self.unstarted_epoll.store(-1, Ordering::Relaxed);
+    }
+
     /// The epoll instance fds are registered with by tasks of this worker
     /// (the worker's own thread only).
     pub(super) fn epoll(&self) -> Epoll {

@@ -49,6 +49,7 @@ pub fn runtime() -> Option<&'static Runtime> {
 /// Starts the runtime with this thread as worker 0; workers 1.. get threads
 /// when first used.
 pub fn start(config: crate::config::Config, plugins: Plugins) -> std::io::Result<&'static Runtime> {
+    crate::sys::reserve_runtime_fds(config.workers);
     let mut workers = Vec::with_capacity(config.workers);
     for i in 0..config.workers {
         workers.push(Worker::new(i)?);
@@ -87,12 +88,17 @@ pub fn ensure_started(w: &'static Worker) -> std::io::Result<()> {
     {
         return Ok(());
     }
-    start_thread(w).inspect_err(|_| w.started.store(false, Ordering::Release))
+    // The worker's epoll and eventfd are opened here, where a failure
+    // (EMFILE) can be reported to the spawn, and handed to its thread.
+    super::netpoller::open_for_start(w)
+        .and_then(|epoll| start_thread(w, epoll))
+        .inspect_err(|_| w.started.store(false, Ordering::Release))
 }
 
-fn start_thread(w: &'static Worker) -> std::io::Result<()> {
+fn start_thread(w: &'static Worker, epoll: crate::sys::epoll::Epoll) -> std::io::Result<()> {
     crate::sys::spawn_native_thread(Box::new(move || {
         w.attach();
+        w.set_epoll(epoll);
         w.run(|| false);
     }))?;
     // glibc installs its SIGSETXID handler at its first pthread_create.

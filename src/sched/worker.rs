@@ -78,6 +78,9 @@ pub struct Worker {
     pub index: usize,
     pub(super) fresh_stealer: Stealer<TaskRef>,
     pub(super) wake: EventFd,
+    /// The epoll instance `netpoller::open_for_start` made for a worker
+    /// whose thread is not running yet, -1 once the thread has it.
+    pub(super) unstarted_epoll: AtomicI32,
     /// Kernel thread id, once started.
     pub tid: AtomicI32,
     /// The worker's thread runs (workers start on first use).
@@ -283,8 +286,17 @@ pub(super) fn set_current(t: *const Task) {
 impl Worker {
     pub(super) fn new(index: usize) -> std::io::Result<&'static Worker> {
         let fresh = Deque::new_fifo();
-        let wake = EventFd::new()?;
-        let epoll = super::netpoller::new_epoll(&wake)?;
+        // Worker 0 (this thread) opens its epoll and eventfd now; the
+        // others when their thread starts (`runtime::ensure_started`):
+        // two fds each, which on a machine of 64 CPUs were 128 fds in
+        // every process, most of them never used.
+        let (wake, epoll) = if index == 0 {
+            let wake = EventFd::new()?;
+            let epoll = super::netpoller::new_epoll(&wake)?;
+            (wake, epoll)
+        } else {
+            (EventFd::unopened(), Epoll::unopened())
+        };
         let w = Box::new(Worker {
             index,
             inbox: ForkInjector::new(),
@@ -295,6 +307,7 @@ impl Worker {
             napping: AtomicBool::new(false),
             cpu: AtomicI32::new(-1),
             wake,
+            unstarted_epoll: AtomicI32::new(-1),
             load: AtomicUsize::new(0),
             tid: AtomicI32::new(0),
             running_id: AtomicU64::new(0),

@@ -48,6 +48,16 @@ impl Epoll {
         })
     }
 
+    /// No instance yet (a worker whose thread has not started): -1.
+    pub const fn unopened() -> Epoll {
+        Epoll { fd: -1 }
+    }
+
+    /// The instance `fd` (one `new` made).
+    pub const fn from_fd(fd: i32) -> Epoll {
+        Epoll { fd }
+    }
+
     pub fn fd(&self) -> i32 {
         self.fd
     }
@@ -176,18 +186,30 @@ impl EventFd {
         })
     }
 
+    /// No eventfd yet (a worker whose thread has not started): -1, which
+    /// `renew` replaces. Nobody signals it meanwhile: only a sleeping
+    /// worker is signalled.
+    pub const fn unopened() -> EventFd {
+        EventFd {
+            fd: std::sync::atomic::AtomicI32::new(-1),
+        }
+    }
+
     pub fn fd(&self) -> i32 {
         self.fd.load(Ordering::Relaxed)
     }
 
     /// Replaces the fd by a fresh eventfd (in a forked child: the old one is
-    /// shared with the parent). The old fd is left open for the parent's sake
-    /// only in the parent; here it is closed.
+    /// shared with the parent; at a worker's start: none yet). The old fd
+    /// is left open for the parent's sake only in the parent; here it is
+    /// closed.
     pub fn renew(&self) -> std::io::Result<()> {
         let new = EventFd::new()?.fd();
         let old = self.fd.swap(new, Ordering::Relaxed);
-        // SAFETY: raw close of our own old fd (the hook would refuse it).
-        unsafe { crate::sys::real::syscall!(libc::SYS_close, old) };
+        if old >= 0 {
+            // SAFETY: raw close of our own old fd (the hook would refuse it).
+            unsafe { crate::sys::real::syscall!(libc::SYS_close, old) };
+        }
         Ok(())
     }
 

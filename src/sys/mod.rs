@@ -10,6 +10,7 @@ pub mod nocancel;
 pub mod real;
 pub mod static_tls;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The calling thread's errno.
@@ -131,6 +132,21 @@ pub fn available_cpus() -> usize {
 /// where `select` can see fds, as natively.
 const FD_CEILING: u64 = 1024;
 
+/// How many fd numbers below the top runtime fds may take: 64, or two per
+/// worker and a margin on a machine of many CPUs (`reserve_runtime_fds`).
+/// With 64 slots and 64 workers, the fds of workers 28 and up did not fit
+/// and fell back to the lowest free numbers: a program's first `dup` gave
+/// 68, not 3.
+static FD_SLOTS: AtomicUsize = AtomicUsize::new(64);
+
+/// Makes room for the runtime fds of `workers` workers: an epoll instance
+/// and an eventfd each, with 48 more for the others (the dump's eventfd,
+/// files kept for parked calls). The top moves above `FD_CEILING` by as
+/// much as the room grows beyond 64, where the soft limit allows.
+pub fn reserve_runtime_fds(workers: usize) {
+    FD_SLOTS.store((2 * workers + 48).max(64), Ordering::Relaxed);
+}
+
 /// Moves a runtime fd out of the low numbers a program expects to get
 /// (a program that prints or assumes its first socket is fd 3 must see the
 /// same numbers under corun): duplicated close-on-exec to the top of the
@@ -156,8 +172,9 @@ pub fn dup_high(fd: i32, min: i32) -> i32 {
     };
     // SAFETY: `rl` is a valid out-pointer.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
-    let soft = rl.rlim_cur.min(FD_CEILING) as i64;
-    let base = (soft - 64).max(min as i64);
+    let slots = FD_SLOTS.load(Ordering::Relaxed) as u64;
+    let soft = rl.rlim_cur.min(FD_CEILING + (slots - 64)) as i64;
+    let base = (soft - slots as i64).max(min as i64);
     if base >= soft {
         set_errno(libc::EMFILE);
         return -1;
