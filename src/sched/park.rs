@@ -358,6 +358,11 @@ pub fn interrupt_cancelable(t: &TaskRef) {
         }
         .wake();
     }
+    // A coroutine waiting in the program's epoll_wait as its worker's
+    // sleep (`solo.rs`) is not parked: the worker's eventfd ends its wait.
+    if matches!(t.state(), super::task::RUNNING | super::task::NOTIFIED) {
+        super::spawn::notify_home(t.home());
+    }
 }
 
 /// What `enlist` did.

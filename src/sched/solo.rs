@@ -65,15 +65,30 @@ pub fn sleep_solo<R>(fd: i32, wait: impl FnOnce() -> R) -> Option<R> {
     if w.wake.fd() != fd {
         return None;
     }
+    let task = super::park::current()?;
+    // The wait is a cancellation point, as a park is (`park::park_as`):
+    // announce it, then look at the requests. A canceller (pthread_cancel,
+    // a cancel token) sets its request, then looks at the announcement and
+    // wakes this worker (`park::interrupt_cancelable`), which ends the
+    // wait. Either this check sees the request or the canceller sees the
+    // announcement. Before, neither looked: a thread alone on its worker
+    // in epoll_wait(-1) could not be cancelled (the join hung).
+    task.ident.at_cancel_point.store(true, Ordering::SeqCst);
+    if task.ident.cancel_due() || task.ident.token_cancelled() {
+        task.ident.at_cancel_point.store(false, Ordering::Relaxed);
+        return None;
+    }
     w.sleeping.store(true, Ordering::SeqCst);
     fence(Ordering::SeqCst);
     if w.has_shared_work(rt) {
         w.sleeping.store(false, Ordering::SeqCst);
+        task.ident.at_cancel_point.store(false, Ordering::Relaxed);
         return None;
     }
     let id = w.running_id.swap(0, Ordering::Relaxed);
     w.napping.store(true, Ordering::SeqCst);
     let r = wait();
+    task.ident.at_cancel_point.store(false, Ordering::Relaxed);
     w.napping.store(false, Ordering::SeqCst);
     w.note_cpu();
     w.sleeping.store(false, Ordering::SeqCst);
