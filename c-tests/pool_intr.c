@@ -18,7 +18,9 @@
  * last two must not interrupt anything: the call goes on until the
  * resource is released (then it succeeds, and the blocked handler runs
  * once unblocked). A restarted call must have run its handler at once and
- * still wait. Last, the classic alarm(1) around fcntl(F_SETLKW).
+ * still wait. Then the classic alarm(1) around fcntl(F_SETLKW), and a
+ * lock wait interrupted again after the program set, used and reset a
+ * handler of its own for SIGRTMAX.
  *
  * The program asserts the native behaviour itself; it prints one line per
  * case and exits 1 if any differs. A call still waiting 2 s after a
@@ -483,6 +485,20 @@ int main(void)
         for (int m = 0; m < CLASSIC; m++)
             run_case(c, m);
     run_case(FCNTL, CLASSIC);
+    /* SIGRTMAX (which corun sends its helper threads) taken by the program
+     * for a while, then given back: its handler gets its own signal, and
+     * a lock wait is interrupted again afterwards. */
+    set_action(SIGRTMAX, on_signal, 0);
+    atomic_store(&handled, 0);
+    raise(SIGRTMAX);
+    struct sigaction old;
+    set_action(SIGRTMAX, SIG_DFL, 0);
+    sigaction(SIGRTMAX, NULL, &old);
+    printf("SIGRTMAX handler: %d run, then %s\n", atomic_load(&handled),
+           old.sa_handler == SIG_DFL ? "SIG_DFL" : "not SIG_DFL");
+    if (atomic_load(&handled) != 1 || old.sa_handler != SIG_DFL)
+        failures++;
+    run_case(FCNTL, KILL);
     teardown();
     printf("%s\n", failures ? "some calls differ from the native rules" : "all as signal(7) says");
     return failures ? 1 : 0;

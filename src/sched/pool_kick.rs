@@ -104,12 +104,7 @@ const KICK_VALUE: u64 = 0x636f_7275_6e50_4b49;
 extern "C" fn on_kick(sig: i32, info: *mut libc::siginfo_t, _uc: *mut libc::c_void) {
     // SAFETY: the kernel's siginfo for this delivery (or NULL).
     let inf = unsafe { super::siginfo::from_ptr(info, sig) };
-    use super::siginfo::{code, pid, value};
-    // SAFETY: getpid has no preconditions.
-    if code(&inf) == libc::SI_QUEUE
-        && pid(&inf) == unsafe { libc::getpid() }
-        && value(&inf) == KICK_VALUE
-    {
+    if is_kick(&inf) {
         return;
     }
     // SAFETY: SIG_DFL back in the kernel, then the signal again to this
@@ -174,14 +169,45 @@ pub fn guard() -> Guard {
     Guard(())
 }
 
-/// The program sets action `h` for `SIGNAL` (`hooks::sigaction`): a
-/// handler, or anything once corun's is installed, makes it the program's
-/// from now on (SIG_DFL or SIG_IGN set before are just the kernel's).
+/// The program sets action `h` for `SIGNAL` (`hooks::sigaction`, which
+/// holds `guard`): a handler, or SIG_IGN once corun's is installed, makes
+/// it the program's (no more kicks: a kick would reach the program's
+/// handler, or be ignored). SIG_DFL once corun's is installed gives it
+/// back: the kernel gets corun's action again (`default_action`), which
+/// meets any other `SIGNAL` with the default action.
 pub fn program_sets(h: usize) {
     let handler = h != libc::SIG_DFL && h != libc::SIG_IGN && h != libc::SIG_ERR;
-    if handler || READY.load(Ordering::SeqCst) {
+    if handler || (h == libc::SIG_IGN && READY.load(Ordering::SeqCst)) {
         TAKEN.store(true, Ordering::SeqCst);
+    } else if h == libc::SIG_DFL && READY.load(Ordering::SeqCst) {
+        TAKEN.store(false, Ordering::SeqCst);
     }
+}
+
+/// What the kernel gets when the program sets SIG_DFL for `SIGNAL`:
+/// corun's action once it was installed (a kick still on its way to a
+/// helper thread must not meet the default action, which ends the
+/// process), else None (SIG_DFL itself).
+pub fn default_action() -> Option<libc::sigaction> {
+    if !READY.load(Ordering::SeqCst) {
+        return None;
+    }
+    // SAFETY: a zeroed sigaction is valid; filled as `available` does.
+    let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+    a.sa_sigaction = on_kick as *const () as usize;
+    a.sa_flags = libc::SA_SIGINFO;
+    // SAFETY: `a.sa_mask` is ours.
+    unsafe { libc::sigfillset(&mut a.sa_mask) };
+    Some(a)
+}
+
+/// Whether `inf`, a `SIGNAL`, is a kick of corun's for a helper thread
+/// (the program's handler, if it set one since the kick was sent, must
+/// not see it: `hooks::sigdeliver` drops it).
+pub fn is_kick(inf: &super::siginfo::Info) -> bool {
+    use super::siginfo::{code, pid, value};
+    // SAFETY: getpid has no preconditions.
+    code(inf) == libc::SI_QUEUE && pid(inf) == unsafe { libc::getpid() } && value(inf) == KICK_VALUE
 }
 
 /// Whether `h` is corun's handler for `SIGNAL` (`sigaction` reports
