@@ -48,14 +48,14 @@
 #include <time.h>
 #include <unistd.h>
 
-enum call { FCNTL, OFD, FLOCK, LOCKF, FIFO, TTY, SEMOP, SEMOP_MIXED, MSGRCV, AIO, NCALLS };
+enum call { FCNTL, OFD, FLOCK, LOCKF, FIFO, TTY, WAITPID, SEMOP, SEMOP_MIXED, MSGRCV, AIO, NCALLS };
 static const char *call_name[NCALLS] = {
     "fcntl(F_SETLKW)", "fcntl(F_OFD_SETLKW)", "flock(LOCK_EX)", "lockf(F_LOCK)",
-    "open(FIFO, O_RDONLY)", "write(pty, 256 KiB)", "semop", "semop(IPC_NOWAIT mixed)",
+    "open(FIFO, O_RDONLY)", "write(pty, 256 KiB)", "waitpid", "semop", "semop(IPC_NOWAIT mixed)",
     "msgrcv", "io_getevents",
 };
 /* signal(7): restarted under SA_RESTART (else never). */
-static const int restartable[NCALLS] = {1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+static const int restartable[NCALLS] = {1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
 
 enum mode { KILL, ALARM, RESTART, BLOCKED, IGNORED, CLASSIC, NMODES };
 static const char *mode_name[NMODES] = {
@@ -72,6 +72,8 @@ static int fd_a, fd_a_ofd, fd_b, sem_id, msq_id, pty_master, pty_slave;
 static aio_context_t aio_ctx;
 static int to_child, from_child;
 static int fifo_writer = -1;
+static pid_t sleeper = -1;
+static int sleeper_pipe = -1;
 
 static atomic_int handled;
 static atomic_int started, done;
@@ -159,6 +161,22 @@ static void hold(enum call c)
     case TTY:
         drain_pty();
         break;
+    case WAITPID: {
+        int p[2];
+        if (pipe(p) != 0)
+            die("pipe");
+        sleeper = fork();
+        if (sleeper < 0)
+            die("fork");
+        if (sleeper == 0) {
+            char c;
+            close(p[1]);
+            _exit(read(p[0], &c, 1) == 1 ? 0 : 1);
+        }
+        close(p[0]);
+        sleeper_pipe = p[1];
+        break;
+    }
     default:
         break;
     }
@@ -203,6 +221,12 @@ static void release(enum call c)
             sleep_ms(2);
         }
         break;
+    case WAITPID:
+        if (write(sleeper_pipe, "x", 1) != 1)
+            die("write");
+        close(sleeper_pipe);
+        sleeper_pipe = -1;
+        break;
     default:
         break;
     }
@@ -224,6 +248,12 @@ static void undo(enum call c, long r)
         break;
     case FIFO:
         close((int)r);
+        break;
+    case WAITPID:
+        if (sleeper_pipe >= 0)
+            release(WAITPID);
+        if (r != sleeper)
+            waitpid(sleeper, NULL, 0);
         break;
     default:
         break;
@@ -250,6 +280,8 @@ static long make_call(enum call c)
         return open(path_fifo, O_RDONLY);
     case TTY:
         return write(pty_slave, tty_buf, TTY_SIZE);
+    case WAITPID:
+        return waitpid(sleeper, NULL, 0);
     case SEMOP: {
         struct sembuf down = {1, -1, 0};
         return semop(sem_id, &down, 1);
@@ -313,7 +345,7 @@ static void mismatch(const char *what)
 
 static int success(enum call c, long r)
 {
-    return c == TTY ? r == TTY_SIZE : c == FIFO ? r >= 0 : c == AIO ? r == 1 : r >= 0;
+    return c == TTY ? r == TTY_SIZE : c == WAITPID ? r == sleeper : c == AIO ? r == 1 : r >= 0;
 }
 
 static void run_case(enum call c, enum mode m)
@@ -372,8 +404,10 @@ static void run_case(enum call c, enum mode m)
             if (!(result == -1 && result_errno == EINTR))
                 mismatch("not EINTR");
             outcome = "EINTR";
-            if (c == FCNTL || c == OFD || c == FLOCK || c == LOCKF)
+            if (c == FCNTL || c == OFD || c == FLOCK || c == LOCKF || c == WAITPID)
                 release(c);
+            if (c == WAITPID)
+                undo(c, result);
         }
         if (handled_at_return != 1)
             mismatch("no handler run before the call returned");
@@ -409,6 +443,81 @@ out:
         printf("%s, %s: %s\n", call_name[c], mode_name[m], outcome);
     fflush(stdout);
     set_action(sig, SIG_DFL, 0);
+}
+
+/* Whether what the call took matches what it returned: a lock held, a
+ * semaphore operation done, a message gone exactly when it succeeded. */
+static int state_matches(enum call c, long r)
+{
+    switch (c) {
+    case FCNTL: {
+        /* An OFD lock conflicts with this process's own record lock. */
+        struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        if (fcntl(fd_a_ofd, F_OFD_GETLK, &q) != 0)
+            die("F_OFD_GETLK");
+        return (q.l_type != F_UNLCK) == (r == 0);
+    }
+    case SEMOP_MIXED:
+        return r == 0 ? semctl(sem_id, 0, GETVAL) == 1 && semctl(sem_id, 1, GETVAL) == 0
+                      : semctl(sem_id, 0, GETVAL) == 0 && semctl(sem_id, 1, GETVAL) == 1;
+    case MSGRCV: {
+        struct msqid_ds ds;
+        if (msgctl(msq_id, IPC_STAT, &ds) != 0)
+            die("msgctl");
+        return ds.msg_qnum == (r < 0 ? 1u : 0u);
+    }
+    default:
+        return 1;
+    }
+}
+
+/* The signal and the release at nearly the same moment, in both orders:
+ * whatever the call returns, nothing it took may be lost. */
+static void race(enum call c, int rounds)
+{
+    int odd = 0, ok = 0;
+    cur_call = c;
+    cur_mode = KILL;
+    set_action(SIGUSR1, on_signal, 0);
+    for (int i = 0; i < rounds; i++) {
+        pthread_t t;
+        atomic_store(&started, 0);
+        atomic_store(&done, 0);
+        hold(c);
+        if (pthread_create(&t, NULL, waiter, NULL) != 0)
+            die("pthread_create");
+        while (!atomic_load(&started))
+            sleep_ms(1);
+        sleep_ms(10);
+        if (i % 2) {
+            release(c);
+            pthread_kill(t, SIGUSR1);
+        } else {
+            pthread_kill(t, SIGUSR1);
+            release(c);
+        }
+        if (!wait_done(3000)) {
+            printf("race %s: the call never returned\n", call_name[c]);
+            fflush(stdout);
+            _exit(2);
+        }
+        pthread_join(t, NULL);
+        if (!(result == 0 || result > 0 || (result == -1 && result_errno == EINTR))
+            || !state_matches(c, result))
+            odd++;
+        ok += result >= 0;
+        undo(c, result);
+        if (c == MSGRCV && result < 0) {
+            struct { long type; char text[8]; } m;
+            msgrcv(msq_id, &m, sizeof m.text, 0, IPC_NOWAIT);
+        }
+    }
+    set_action(SIGUSR1, SIG_DFL, 0);
+    fprintf(stderr, "race %s: %d succeeded, %d EINTR\n", call_name[c], ok, rounds - ok);
+    printf("race %s: %d rounds, %s\n", call_name[c], rounds,
+           odd ? "MISMATCH: a result that does not match what was taken" : "every result matches what was taken");
+    if (odd)
+        failures++;
 }
 
 static void setup(void)
@@ -499,6 +608,9 @@ int main(void)
     if (atomic_load(&handled) != 1 || old.sa_handler != SIG_DFL)
         failures++;
     run_case(FCNTL, KILL);
+    race(FCNTL, 20);
+    race(SEMOP_MIXED, 20);
+    race(MSGRCV, 20);
     teardown();
     printf("%s\n", failures ? "some calls differ from the native rules" : "all as signal(7) says");
     return failures ? 1 : 0;

@@ -20,7 +20,8 @@
 //!   EINTR (these calls are never restarted, signal(7)); they are
 //!   cancellation points. A `semop` whose operations mix IPC_NOWAIT and
 //!   waiting ones is made on the blocking pool: which operation found the
-//!   semaphore busy cannot be told from outside.
+//!   semaphore busy cannot be told from outside; a signal for the caller
+//!   cuts it short there too (EINTR, `sched/pool_kick.rs`).
 
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
 

@@ -38,6 +38,10 @@
 //!
 //! `f` may borrow from the caller's stack: the caller does not return before
 //! the job is done or withdrawn before it started.
+//!
+//! A job holds the caller's signals off until it is done, but for calls a
+//! signal ends natively (`run_blocking_interruptible`,
+//! `run_blocking_restartable`): a signal cuts them short (`pool_kick.rs`).
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;

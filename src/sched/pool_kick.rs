@@ -14,6 +14,11 @@
 //! EINTR. Held off, the listener stayed in the helper's accept until the
 //! parent gave up on the child (SIGTERM took 6 s instead of 2).
 //!
+//! The same holds for the other pool jobs whose call waits for ever and
+//! ends at a handler natively (signal(7)): file lock waits, `open` of a
+//! FIFO, a large tty write, a `semop` mixing IPC_NOWAIT, `io_getevents`
+//! (`blocking::run_blocking_restartable` applies each one's rule).
+//!
 //! Such a job is "kickable" (`run_blocking_interruptible`):
 //!
 //! - the coroutine's wait lets signals wake it (`ident.sig.pool_kick` is
@@ -47,8 +52,13 @@
 //! program set no action for it (it may have reset it to SIG_DFL); a kick
 //! carries a marker (SI_QUEUE, our pid, `KICK_VALUE`), and any other
 //! SIGRTMAX ends the process as its default action would. A program that
-//! sets a handler for it (or any action once corun's is in) gets it: jobs
-//! are then never kicked (they hold signals off, as before).
+//! sets a handler for it, or SIG_IGN once corun's is in, gets it: jobs are
+//! then not kicked (they hold signals off, as before), and a kick sent
+//! just before is dropped by the trampoline (`is_kick`), never seen by the
+//! program's handler. SIG_DFL set by the program once corun's action is
+//! in keeps corun's action in the kernel (`default_action`: a kick on its
+//! way must not meet the default action, which would end the process),
+//! and kicks resume.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Once;
