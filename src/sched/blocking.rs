@@ -172,6 +172,8 @@ pub fn inline_answers() -> u64 {
 
 fn helper_main() {
     let me = ThreadParker::new();
+    // Asked once: kickable jobs name the helper that runs them.
+    let tid = crate::sys::gettid();
     loop {
         if super::confined::is() {
             // The process confined itself (`confined.rs`): no helper may
@@ -202,9 +204,13 @@ fn helper_main() {
         };
         if let Some(k) = &job.kick {
             // Before the claim: a kick sent once the job runs finds us.
-            k.tid.store(crate::sys::gettid(), Ordering::SeqCst);
+            k.tid.store(tid, Ordering::SeqCst);
         }
         if let Some(f) = job.claim(RUNNING) {
+            if let Some(k) = &job.kick {
+                // The call is made here, not inline by its coroutine.
+                k.on_helper.store(true, Ordering::SeqCst);
+            }
             f();
             POOL.completed.fetch_add(1, Ordering::Release);
             let w = {

@@ -101,6 +101,8 @@ pub struct KickCell {
     pub requested: AtomicBool,
     /// The helper thread running the job (0: none yet).
     pub tid: AtomicI32,
+    /// A helper took the job (else its coroutine makes the call inline).
+    pub on_helper: AtomicBool,
 }
 
 /// `si_value` of a kick (SI_QUEUE, our pid), as `signals::KICK_VALUE`.
@@ -270,7 +272,7 @@ fn set_blocked(how: i32) {
 /// unblocked around it and the request looked at first; anywhere else (the
 /// job runs inline) just the call.
 pub fn window(cell: &KickCell, call: impl FnOnce() -> isize) -> isize {
-    if cell.tid.load(Ordering::SeqCst) != crate::sys::gettid() {
+    if !cell.on_helper.load(Ordering::SeqCst) {
         return call();
     }
     set_blocked(libc::SIG_UNBLOCK);
