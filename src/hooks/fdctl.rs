@@ -182,14 +182,20 @@ fn lock_waits(cmd: c_int) -> bool {
 /// held (EAGAIN, EACCES) waits on the blocking pool. Before, every lock
 /// and unlock was two thread hand-offs: Kea's logger takes and releases
 /// an fcntl lock around each log line, four hand-offs a line.
-fn lock_or_wait(try_now: impl FnOnce() -> c_int, wait: impl FnOnce() -> c_int + Send) -> c_int {
+///
+/// A signal for the waiting thread cuts the wait short as natively
+/// (signal(7): file locks fail with EINTR, or are restarted when every
+/// handler that ran had SA_RESTART); a lock the helper got as the signal
+/// came is kept and returned.
+fn lock_or_wait(try_now: impl FnOnce() -> c_int, mut wait: impl FnMut() -> c_int + Send) -> c_int {
+    use crate::sched::blocking::{run_blocking_restartable, OnHandler};
     let saved = errno();
     let r = try_now();
     if r == 0 || !matches!(errno(), libc::EAGAIN | libc::EACCES) {
         return r;
     }
     set_errno(saved);
-    crate::sched::blocking::run_blocking(wait)
+    run_blocking_restartable(OnHandler::RestartIfSaRestart, |_| wait() as isize) as c_int
 }
 
 /// F_SETLK for F_SETLKW, F_OFD_SETLK for F_OFD_SETLKW.

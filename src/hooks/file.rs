@@ -40,7 +40,7 @@
 use std::ffi::{c_char, c_int, c_uint};
 
 use super::cached::StatAnswer;
-use crate::sched::blocking::{run_blocking, SendPtr};
+use crate::sched::blocking::{run_blocking, run_blocking_restartable, OnHandler, SendPtr};
 use crate::sched::fdtable::{self, FdPolicy};
 use crate::sys::{errno, set_errno};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -282,10 +282,16 @@ fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint, large:
         return fresh_fd(fd);
     }
     let p = SendPtr(path as *mut c_char);
+    // A signal for the caller cuts short an open that waits (a FIFO's for
+    // its other end), as natively: EINTR, or the open made again when
+    // every handler that ran had SA_RESTART (signal(7)); an fd the open
+    // returned as the signal came is kept. A disk wait is not cut short.
     // SAFETY: the caller's open contract; `path` outlives the parked call.
-    fresh_fd(run_blocking(move || unsafe {
-        real::openat(dirfd, p.get(), flags, mode)
-    }))
+    fresh_fd(
+        run_blocking_restartable(OnHandler::RestartIfSaRestart, move |_| unsafe {
+            real::openat(dirfd, p.get(), flags, mode) as isize
+        }) as c_int,
+    )
 }
 
 #[no_mangle]

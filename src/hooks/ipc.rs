@@ -20,14 +20,15 @@
 //!   EINTR (these calls are never restarted, signal(7)); they are
 //!   cancellation points. A `semop` whose operations mix IPC_NOWAIT and
 //!   waiting ones is made on the blocking pool: which operation found the
-//!   semaphore busy cannot be told from outside.
+//!   semaphore busy cannot be told from outside; a signal for the caller
+//!   cuts it short there too (EINTR, `sched/pool_kick.rs`).
 
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
 
 use libc::{mqd_t, size_t, ssize_t, timespec};
 
 use super::{nonblocking_loop, Deadline, Io};
-use crate::sched::blocking::{run_blocking, SendPtr};
+use crate::sched::blocking::SendPtr;
 use crate::sched::fdtable::{self, Dir};
 use crate::sched::signals::Interruptible;
 use crate::sched::{self, current, parking};
@@ -187,21 +188,57 @@ fn sem_wait_ops(id: c_int, ops: *mut libc::sembuf, n: size_t, t: *const timespec
         return r; // natively too: EAGAIN at once
     }
     if nowait > 0 {
-        let (p, tp) = (SendPtr(ops), SendPtr(t as *mut timespec));
         set_errno(caller_errno);
-        // SAFETY: as above; the pointers outlive the parked call.
-        return run_blocking(move || unsafe {
-            if tp.get().is_null() {
-                real::semop(id, p.get(), n)
-            } else {
-                real::semtimedop(id, p.get(), n, tp.get())
-            }
-        });
+        return mixed_on_pool(id, ops, n, t, deadline);
     }
     set_errno(caller_errno);
     // SAFETY: the caller's operations, checked by the kernel above.
     sysv_wait(libc::EAGAIN, libc::EAGAIN, deadline, || unsafe {
         real::semtimedop(id, ops, n, &ZERO) as isize
+    }) as c_int
+}
+
+/// A `semop`/`semtimedop` whose operations mix IPC_NOWAIT and waiting
+/// ones, made whole on the blocking pool. A signal for the caller cuts it
+/// short: EINTR, never restarted (signal(7), System V IPC). A cut after
+/// which no handler ran is made again, with the time left before
+/// `deadline` (monotonic ns) for a timed one.
+fn mixed_on_pool(
+    id: c_int,
+    ops: *mut libc::sembuf,
+    n: size_t,
+    t: *const timespec,
+    deadline: Option<u64>,
+) -> c_int {
+    use crate::sched::blocking::{run_blocking_restartable, OnHandler};
+    let mut left = ZERO;
+    let (p, tp, lp) = (
+        SendPtr(ops),
+        SendPtr(t as *mut timespec),
+        SendPtr(&mut left as *mut timespec),
+    );
+    run_blocking_restartable(OnHandler::Eintr, move |again| {
+        let mut tp = tp.get();
+        if let (true, Some(d)) = (again, deadline) {
+            let rest = d.saturating_sub(now_ns());
+            // SAFETY: `left` lives on the caller's stack until we return.
+            unsafe {
+                *lp.get() = timespec {
+                    tv_sec: (rest / 1_000_000_000) as libc::time_t,
+                    tv_nsec: (rest % 1_000_000_000) as libc::c_long,
+                };
+            }
+            tp = lp.get();
+        }
+        // SAFETY: the caller's operations and timeout, which outlive the
+        // parked call.
+        unsafe {
+            if tp.is_null() {
+                real::semop(id, p.get(), n) as isize
+            } else {
+                real::semtimedop(id, p.get(), n, tp) as isize
+            }
+        }
     }) as c_int
 }
 

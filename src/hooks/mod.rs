@@ -298,7 +298,10 @@ pub(crate) enum Written {
 /// the first. Once some bytes are out, an error returns the count so far,
 /// and a connection found failed (POLLERR/POLLHUP) is left alone so its
 /// error stays pending for the next call, as the kernel's blocking write
-/// does. Attempts after a partial write must not raise SIGPIPE.
+/// does. Attempts after a partial write must not raise SIGPIPE. A handler
+/// that ran during a partial attempt (a tty write on the blocking pool
+/// that a signal cut short) ends the write with the count so far, as
+/// natively (signal(7): a slow device's call that transferred data).
 pub(crate) fn write_all(
     fd: i32,
     e: &FdEntry,
@@ -320,6 +323,7 @@ pub(crate) fn write_all_from(
     mut attempt: impl FnMut(i32, &FdEntry, usize) -> Option<isize>,
 ) -> Written {
     let mut deadline = Deadline::default();
+    let handlers = crate::sched::signals::handlers_run();
     // The whole write goes to one file, even when the number is replaced
     // between two parts.
     let mut at = At::new(fd, e);
@@ -356,7 +360,11 @@ pub(crate) fn write_all_from(
             };
         }
         done += r as usize;
-        if done >= total || r == 0 || user_nonblocking(at.fd, at.e) {
+        if done >= total
+            || r == 0
+            || user_nonblocking(at.fd, at.e)
+            || crate::sched::signals::handlers_run() != handlers
+        {
             return count(done);
         }
     }

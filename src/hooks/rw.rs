@@ -24,7 +24,7 @@ use super::{
     nosignal_after, parking_on, ready_now, sent_or_epipe, user_nonblocking, write_all_from,
     Deadline, Io, Written,
 };
-use crate::sched::blocking::{run_blocking, SendPtr};
+use crate::sched::blocking::{run_blocking_restartable, OnHandler, SendPtr};
 use crate::sched::fdtable::{self, Dir, FdEntry};
 use crate::sched::parking;
 use crate::sched::prefetch::{note_io_buffer, IoBuf};
@@ -198,7 +198,11 @@ fn write_other_big(fd: c_int, iov: *const iovec, cnt: c_int) -> isize {
     }
     let v = SendPtr(iov as *mut iovec);
     // SAFETY: the caller's buffers, alive while it is parked in this call.
-    run_blocking(move || unsafe { real::writev(fd, v.get(), cnt) })
+    // A signal for the caller cuts the wait for room short, as natively:
+    // the part written, or EINTR (restarted under SA_RESTART: signal(7)).
+    run_blocking_restartable(OnHandler::RestartIfSaRestart, move |_| unsafe {
+        real::writev(fd, v.get(), cnt)
+    })
 }
 
 /// A read of `iov` that parks instead of blocking; None: make the real call.

@@ -96,6 +96,10 @@ pub unsafe extern "C" fn sigaction(
             // the way its own flags say.
             a.sa_flags |= libc::SA_SIGINFO;
         }
+        if sig == pool_kick::SIGNAL && a.sa_sigaction == libc::SIG_DFL {
+            // corun's action, if installed, stays: it acts as SIG_DFL.
+            a = pool_kick::default_action().unwrap_or(a);
+        }
         // SAFETY: `a` is the program's action with our trampoline.
         let r = unsafe { next::sigaction(sig, &a, old) };
         if r != 0 {
@@ -234,6 +238,16 @@ fn signal_like(
         if unsafe { fault_signal(sig, &a, &mut o) } == Some(0) {
             return o.sa_sigaction;
         }
+    }
+    if sig == pool_kick::SIGNAL && h == libc::SIG_DFL {
+        // As `sigaction` (which keeps corun's action in the kernel).
+        // SAFETY: zeroed sigactions are valid (SIG_DFL); ours.
+        let (a, mut o): (SigAction, SigAction) = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { sigaction(sig, &a, &mut o) } != 0 {
+            return libc::SIG_ERR;
+        }
+        return o.sa_sigaction;
     }
     let _kick_lock = (sig == pool_kick::SIGNAL).then(pool_kick::guard);
     if sig == pool_kick::SIGNAL {

@@ -468,9 +468,16 @@ pub(crate) extern "C" fn trampoline(sig: c_int, info: *mut siginfo_t, uc: *mut c
             return;
         }
     }
-    async_signal_enter();
     // SAFETY: the kernel's siginfo for this delivery (or NULL).
     let inf = unsafe { siginfo::from_ptr(info, sig) };
+    if sig == sched::pool_kick::SIGNAL && sched::pool_kick::is_kick(&inf) {
+        // corun's kick for a helper thread, sent before the program set
+        // this handler: it cut the helper's call short, and is not the
+        // program's.
+        set_errno(saved_errno);
+        return;
+    }
+    async_signal_enter();
     match sched::current() {
         // Not a coroutine's thread, or a process confined by seccomp
         // (signals are the kernel's there): the handler runs here, natively.

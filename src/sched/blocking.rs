@@ -38,6 +38,10 @@
 //!
 //! `f` may borrow from the caller's stack: the caller does not return before
 //! the job is done or withdrawn before it started.
+//!
+//! A job holds the caller's signals off until it is done, but for calls a
+//! signal ends natively (`run_blocking_interruptible`,
+//! `run_blocking_restartable`): a signal cuts them short (`pool_kick.rs`).
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
@@ -168,6 +172,8 @@ pub fn inline_answers() -> u64 {
 
 fn helper_main() {
     let me = ThreadParker::new();
+    // Asked once: kickable jobs name the helper that runs them.
+    let tid = crate::sys::gettid();
     loop {
         if super::confined::is() {
             // The process confined itself (`confined.rs`): no helper may
@@ -198,9 +204,13 @@ fn helper_main() {
         };
         if let Some(k) = &job.kick {
             // Before the claim: a kick sent once the job runs finds us.
-            k.tid.store(crate::sys::gettid(), Ordering::SeqCst);
+            k.tid.store(tid, Ordering::SeqCst);
         }
         if let Some(f) = job.claim(RUNNING) {
+            if let Some(k) = &job.kick {
+                // The call is made here, not inline by its coroutine.
+                k.on_helper.store(true, Ordering::SeqCst);
+            }
             f();
             POOL.completed.fetch_add(1, Ordering::Release);
             let w = {
@@ -294,6 +304,52 @@ pub fn run_blocking_interruptible<'a>(call: impl FnOnce() -> isize + Send + 'a) 
             crate::sys::set_errno(libc::EINTR);
             -1
         }
+    }
+}
+
+/// What signal(7) says a blocking call does when a handler interrupts it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OnHandler {
+    /// Restarted if every handler that ran had SA_RESTART, else EINTR
+    /// (file locks, `open` of a FIFO, a tty write).
+    RestartIfSaRestart,
+    /// Always EINTR (System V IPC, `io_getevents`).
+    Eintr,
+}
+
+/// `run_blocking_interruptible` for a call with signal(7)'s rule `rule`:
+/// `call(again)` is the system call (`again`: a restart, the call already
+/// waited once); a signal deliverable to the caller cuts it short, its
+/// handlers run, and the call then fails with EINTR or is made again as
+/// the rule says. A call that completed as the signal came returns its
+/// result (a lock taken, a message received is never dropped). A cut after
+/// which no handler ran (another thread took the signal, or it turned out
+/// ignored) is made again, as natively the wait would have gone on. A call
+/// made inline (no coroutine, the process's only one) is the real call:
+/// the kernel applies the rule itself.
+pub fn run_blocking_restartable<'a>(
+    rule: OnHandler,
+    mut call: impl FnMut(bool) -> isize + Send + 'a,
+) -> isize {
+    if !in_coroutine() || BROKEN.load(Ordering::Relaxed) || super::alone() {
+        return call(false);
+    }
+    let mut again = false;
+    loop {
+        let intr = super::signals::Interruptible::begin();
+        let r = run_blocking_interruptible(|| call(again));
+        if r >= 0 || crate::sys::errno() != libc::EINTR {
+            return r;
+        }
+        match intr.check() {
+            Some(true) if rule == OnHandler::RestartIfSaRestart => {}
+            Some(_) => {
+                crate::sys::set_errno(libc::EINTR);
+                return -1;
+            }
+            None => {}
+        }
+        again = true;
     }
 }
 

@@ -14,6 +14,11 @@
 //! EINTR. Held off, the listener stayed in the helper's accept until the
 //! parent gave up on the child (SIGTERM took 6 s instead of 2).
 //!
+//! The same holds for the other pool jobs whose call waits for ever and
+//! ends at a handler natively (signal(7)): file lock waits, `open` of a
+//! FIFO, a large tty write, a `semop` mixing IPC_NOWAIT, `io_getevents`
+//! (`blocking::run_blocking_restartable` applies each one's rule).
+//!
 //! Such a job is "kickable" (`run_blocking_interruptible`):
 //!
 //! - the coroutine's wait lets signals wake it (`ident.sig.pool_kick` is
@@ -47,8 +52,13 @@
 //! program set no action for it (it may have reset it to SIG_DFL); a kick
 //! carries a marker (SI_QUEUE, our pid, `KICK_VALUE`), and any other
 //! SIGRTMAX ends the process as its default action would. A program that
-//! sets a handler for it (or any action once corun's is in) gets it: jobs
-//! are then never kicked (they hold signals off, as before).
+//! sets a handler for it, or SIG_IGN once corun's is in, gets it: jobs are
+//! then not kicked (they hold signals off, as before), and a kick sent
+//! just before is dropped by the trampoline (`is_kick`), never seen by the
+//! program's handler. SIG_DFL set by the program once corun's action is
+//! in keeps corun's action in the kernel (`default_action`: a kick on its
+//! way must not meet the default action, which would end the process),
+//! and kicks resume.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Once;
@@ -91,6 +101,8 @@ pub struct KickCell {
     pub requested: AtomicBool,
     /// The helper thread running the job (0: none yet).
     pub tid: AtomicI32,
+    /// A helper took the job (else its coroutine makes the call inline).
+    pub on_helper: AtomicBool,
 }
 
 /// `si_value` of a kick (SI_QUEUE, our pid), as `signals::KICK_VALUE`.
@@ -104,12 +116,7 @@ const KICK_VALUE: u64 = 0x636f_7275_6e50_4b49;
 extern "C" fn on_kick(sig: i32, info: *mut libc::siginfo_t, _uc: *mut libc::c_void) {
     // SAFETY: the kernel's siginfo for this delivery (or NULL).
     let inf = unsafe { super::siginfo::from_ptr(info, sig) };
-    use super::siginfo::{code, pid, value};
-    // SAFETY: getpid has no preconditions.
-    if code(&inf) == libc::SI_QUEUE
-        && pid(&inf) == unsafe { libc::getpid() }
-        && value(&inf) == KICK_VALUE
-    {
+    if is_kick(&inf) {
         return;
     }
     // SAFETY: SIG_DFL back in the kernel, then the signal again to this
@@ -174,14 +181,45 @@ pub fn guard() -> Guard {
     Guard(())
 }
 
-/// The program sets action `h` for `SIGNAL` (`hooks::sigaction`): a
-/// handler, or anything once corun's is installed, makes it the program's
-/// from now on (SIG_DFL or SIG_IGN set before are just the kernel's).
+/// The program sets action `h` for `SIGNAL` (`hooks::sigaction`, which
+/// holds `guard`): a handler, or SIG_IGN once corun's is installed, makes
+/// it the program's (no more kicks: a kick would reach the program's
+/// handler, or be ignored). SIG_DFL once corun's is installed gives it
+/// back: the kernel gets corun's action again (`default_action`), which
+/// meets any other `SIGNAL` with the default action.
 pub fn program_sets(h: usize) {
     let handler = h != libc::SIG_DFL && h != libc::SIG_IGN && h != libc::SIG_ERR;
-    if handler || READY.load(Ordering::SeqCst) {
+    if handler || (h == libc::SIG_IGN && READY.load(Ordering::SeqCst)) {
         TAKEN.store(true, Ordering::SeqCst);
+    } else if h == libc::SIG_DFL && READY.load(Ordering::SeqCst) {
+        TAKEN.store(false, Ordering::SeqCst);
     }
+}
+
+/// What the kernel gets when the program sets SIG_DFL for `SIGNAL`:
+/// corun's action once it was installed (a kick still on its way to a
+/// helper thread must not meet the default action, which ends the
+/// process), else None (SIG_DFL itself).
+pub fn default_action() -> Option<libc::sigaction> {
+    if !READY.load(Ordering::SeqCst) {
+        return None;
+    }
+    // SAFETY: a zeroed sigaction is valid; filled as `available` does.
+    let mut a: libc::sigaction = unsafe { std::mem::zeroed() };
+    a.sa_sigaction = on_kick as *const () as usize;
+    a.sa_flags = libc::SA_SIGINFO;
+    // SAFETY: `a.sa_mask` is ours.
+    unsafe { libc::sigfillset(&mut a.sa_mask) };
+    Some(a)
+}
+
+/// Whether `inf`, a `SIGNAL`, is a kick of corun's for a helper thread
+/// (the program's handler, if it set one since the kick was sent, must
+/// not see it: `hooks::sigdeliver` drops it).
+pub fn is_kick(inf: &super::siginfo::Info) -> bool {
+    use super::siginfo::{code, pid, value};
+    // SAFETY: getpid has no preconditions.
+    code(inf) == libc::SI_QUEUE && pid(inf) == unsafe { libc::getpid() } && value(inf) == KICK_VALUE
 }
 
 /// Whether `h` is corun's handler for `SIGNAL` (`sigaction` reports
@@ -234,7 +272,7 @@ fn set_blocked(how: i32) {
 /// unblocked around it and the request looked at first; anywhere else (the
 /// job runs inline) just the call.
 pub fn window(cell: &KickCell, call: impl FnOnce() -> isize) -> isize {
-    if cell.tid.load(Ordering::SeqCst) != crate::sys::gettid() {
+    if !cell.on_helper.load(Ordering::SeqCst) {
         return call();
     }
     set_blocked(libc::SIG_UNBLOCK);

@@ -309,9 +309,9 @@ unsafe extern "C" fn syscall_hook(
     } else if (n == libc::SYS_io_getevents || n == SYS_IO_PGETEVENTS) && a2 > 0 && in_coroutine() {
         // A wait for AIO completions (libaio's io_getevents with min_nr >
         // 0): no fd to park on, so a helper makes it while the coroutine
-        // parks. With min_nr 0 it never waits: made here.
-        let a = [a1, a2, a3, a4, a5, a6];
-        return crate::sched::blocking::run_blocking(move || real6(n, a));
+        // parks. With min_nr 0 it never waits: made here. A signal for the
+        // caller ends the wait with EINTR, never restarted (signal(7)).
+        return aio_wait(n, [a1, a2, a3, a4, a5, a6]);
     }
     real6(n, [a1, a2, a3, a4, a5, a6])
 }
@@ -364,4 +364,38 @@ fn thread_id_call(n: c_long, a: [c_long; 4]) -> Option<c_long> {
 fn fail(e: c_int) -> c_long {
     set_errno(e);
     -1
+}
+
+/// `io_getevents`/`io_pgetevents` (`a`: its arguments) on the blocking
+/// pool, cut short by a signal for the caller (EINTR). Made again only
+/// when the cut ran no handler: then with the time left of a relative
+/// timeout (`a[4]`), which the kernel has read once already.
+fn aio_wait(n: c_long, a: [c_long; 6]) -> c_long {
+    use crate::sched::blocking::{run_blocking_restartable, OnHandler};
+    let started = crate::sys::now_ns();
+    let mut left = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let left_at = crate::sched::blocking::SendPtr(&mut left as *mut libc::timespec);
+    run_blocking_restartable(OnHandler::Eintr, move |again| {
+        let mut args = a;
+        if again && a[4] != 0 {
+            // SAFETY: the kernel read this timeout before the wait it cut
+            // short (else the call had failed with EFAULT, not EINTR).
+            let t = unsafe { *(a[4] as *const libc::timespec) };
+            let total = crate::sys::timespec_ns(&t);
+            let spent = crate::sys::now_ns().saturating_sub(started);
+            let rest = total.saturating_sub(spent);
+            // SAFETY: `left` lives on the caller's stack until we return.
+            unsafe {
+                *left_at.get() = libc::timespec {
+                    tv_sec: (rest / 1_000_000_000) as libc::time_t,
+                    tv_nsec: (rest % 1_000_000_000) as libc::c_long,
+                };
+            }
+            args[4] = left_at.get() as c_long;
+        }
+        real6(n, args) as isize
+    }) as c_long
 }
