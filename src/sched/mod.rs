@@ -76,6 +76,7 @@ pub mod waitlist;
 pub mod watchdog;
 pub mod worker;
 pub mod worker_stack;
+pub mod workers;
 
 pub use park::{
     current, current_id, current_ref, current_stack, exit_current, in_coroutine,

@@ -240,7 +240,7 @@ impl Worker {
     fn steal_from_others(&'static self, rt: &Runtime, now: u64) -> Option<TaskRef> {
         let n = rt.workers.len();
         for k in 1..n {
-            let v = rt.workers[(self.index + k) % n];
+            let v = rt.workers.at((self.index + k) % n);
             let queued = v.fresh_stealer.len() + v.placed.len();
             if queued == 0 {
                 continue;

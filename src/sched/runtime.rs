@@ -32,7 +32,7 @@ pub struct Plugins {
 }
 
 pub struct Runtime {
-    pub workers: Vec<&'static Worker>,
+    pub workers: super::workers::Workers,
     pub(super) global: ForkInjector,
     pub config: crate::config::Config,
     pub(super) plugins: Plugins,
@@ -54,8 +54,11 @@ pub fn start(config: crate::config::Config, plugins: Plugins) -> std::io::Result
     for i in 0..config.workers {
         workers.push(Worker::new(i)?);
     }
+    // This thread is worker 0: its epoll and eventfd now, where a failure
+    // stops the start.
+    let epoll0 = super::netpoller::open_for_start(workers[0])?;
     let rt = Runtime {
-        workers,
+        workers: super::workers::Workers::new(workers),
         global: ForkInjector::new(),
         config,
         plugins,
@@ -72,8 +75,10 @@ pub fn start(config: crate::config::Config, plugins: Plugins) -> std::io::Result
         super::task::Task::block_size(),
         super::worker::worker_block_cache,
     );
-    rt.workers[0].started.store(true, Ordering::Release);
-    rt.workers[0].attach();
+    let w0 = rt.workers.at(0);
+    w0.started.store(true, Ordering::Release);
+    w0.attach();
+    w0.set_epoll(epoll0);
     Ok(rt)
 }
 

@@ -51,7 +51,7 @@ pub fn schedule(t: TaskRef) {
         wake_one(rt);
         return;
     }
-    let w = rt.workers[home];
+    let w = rt.workers.at(home);
     w.push_remote(t);
     w.notify();
 }
@@ -70,7 +70,7 @@ pub fn notify_all() {
 /// yet). Async-signal-safe.
 pub fn notify_home(home: usize) {
     match runtime() {
-        Some(rt) if home < rt.workers.len() => rt.workers[home].notify(),
+        Some(rt) if home < rt.workers.len() => rt.workers.at(home).notify(),
         _ => notify_all(),
     }
 }
@@ -85,7 +85,7 @@ fn wake_thief(rt: &Runtime, me: &Worker) {
             continue;
         }
         if !w.started.load(Ordering::Acquire) {
-            unstarted = unstarted.or(Some(*w));
+            unstarted = unstarted.or(Some(w));
         } else if !w.sleeping.load(Ordering::SeqCst) {
             return;
         }
@@ -161,6 +161,7 @@ fn spawn_at(
     program_stack: Option<(usize, usize)>,
 ) -> Result<TaskRef, i32> {
     let rt: &'static Runtime = runtime().ok_or(libc::EAGAIN)?;
+    super::fork::renew_workers_if_forked(rt);
     let (stack_size, program_stack) = match program_stack {
         Some((lo, size)) => (size, Some((lo, lo.saturating_add(size)))),
         None => (stack_size, None),
@@ -237,7 +238,7 @@ fn spawn_at(
     if let Some(w) = target {
         if !w.started.load(Ordering::Acquire) && ensure_started(w).is_err() {
             // No thread for it: keep the task where the spawner is.
-            target = me.or(Some(rt.workers[0]));
+            target = me.or(Some(rt.workers.at(0)));
         }
     }
     (rt.plugins.spawned)(rt);

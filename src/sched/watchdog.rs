@@ -281,7 +281,6 @@ fn hand_off(rt: &'static Runtime, stalled: &'static Worker) {
     let others: Vec<&'static Worker> = rt
         .workers
         .iter()
-        .copied()
         .filter(|w| w.index != stalled.index)
         .collect();
     if others.is_empty() {

@@ -286,17 +286,11 @@ pub(super) fn set_current(t: *const Task) {
 impl Worker {
     pub(super) fn new(index: usize) -> std::io::Result<&'static Worker> {
         let fresh = Deque::new_fifo();
-        // Worker 0 (this thread) opens its epoll and eventfd now; the
-        // others when their thread starts (`runtime::ensure_started`):
-        // two fds each, which on a machine of 64 CPUs were 128 fds in
-        // every process, most of them never used.
-        let (wake, epoll) = if index == 0 {
-            let wake = EventFd::new()?;
-            let epoll = super::netpoller::new_epoll(&wake)?;
-            (wake, epoll)
-        } else {
-            (EventFd::unopened(), Epoll::unopened())
-        };
+        // The epoll instance and eventfd are opened when the worker's
+        // thread starts (`runtime::start` for worker 0, `ensure_started`
+        // for the others): two fds each, which on a machine of 64 CPUs
+        // were 128 fds in every process, most of them never used.
+        let (wake, epoll) = (EventFd::unopened(), Epoll::unopened());
         let w = Box::new(Worker {
             index,
             inbox: ForkInjector::new(),

@@ -100,11 +100,7 @@ pub(super) fn worker_tid(task: &TaskRef) -> i32 {
         Some(r) => r,
         None => return crate::sys::gettid(),
     };
-    let w = rt
-        .workers
-        .get(task.home())
-        .copied()
-        .unwrap_or(rt.workers[0]);
+    let w = rt.workers.get(task.home()).unwrap_or(rt.workers.at(0));
     match w.tid.load(Ordering::Relaxed) {
         0 => crate::sys::gettid(),
         tid => tid,
