@@ -22,8 +22,10 @@
 //! preemption monitor (which looks at every sample), the cancel-deadline
 //! thread, the shared-futex watcher) leave, and waits, up to `HELPERS_GONE_NS`, until
 //! the kernel no longer knows them (helpers start through `spawn_helper`
-//! and record their kernel thread id in `HELPERS`). Idle workers are not
-//! stopped.
+//! and record their kernel thread id in `HELPERS`). So do the threads of
+//! workers that have no coroutine left (`runtime::retire_idle`; a forked
+//! child's threads ran on workers of their own); worker 0's thread, the
+//! caller's, and those with coroutines stay.
 //!
 //! One flag for the process, set once and never cleared (a filter cannot
 //! be removed); a forked child inherits it with the filter.
@@ -137,6 +139,14 @@ pub fn enter() {
             pause();
         }
         s.store(0, Ordering::Release);
+    }
+    // Workers without a coroutine stop too: a forked child's renewed
+    // workers (`fork.rs`) outlived the threads they ran.
+    let me = super::worker::current_worker().map(|w| w.index);
+    for tid in super::runtime::retire_idle(me) {
+        while alive(tid) && crate::sys::now_ns() < until {
+            pause();
+        }
     }
     crate::sys::set_errno(saved);
 }

@@ -104,7 +104,9 @@ fn start_thread(w: &'static Worker, epoll: crate::sys::epoll::Epoll) -> std::io:
     crate::sys::spawn_native_thread(Box::new(move || {
         w.attach();
         w.set_epoll(epoll);
-        w.run(|| false);
+        // Worker 0 runs until main's task ends; the others until they are
+        // retired (`retire_idle`).
+        w.run(|| w.dead.load(Ordering::Relaxed));
     }))?;
     // glibc installs its SIGSETXID handler at its first pthread_create.
     crate::ctx::setxid::wrap_glibc_handler();
@@ -115,4 +117,34 @@ fn start_thread(w: &'static Worker, epoll: crate::sys::epoll::Epoll) -> std::io:
 pub fn run_until_done(t: &TaskRef) {
     let w = current_worker().expect("worker 0 attached");
     w.run(|| t.state() == DONE);
+}
+
+/// Stops the threads of the started workers other than `keep` that have
+/// no coroutine (a process that confines itself with seccomp: no thread
+/// of corun's may keep it alive once the program's own are gone,
+/// `confined.rs`). Each is marked dead, so nothing is placed there again,
+/// and woken: its loop, out of work, ends. Returns their kernel thread
+/// ids, for the caller to wait on.
+pub fn retire_idle(keep: Option<usize>) -> Vec<i32> {
+    let Some(rt) = runtime() else {
+        return Vec::new();
+    };
+    let mut tids = Vec::new();
+    for w in &rt.workers {
+        if Some(w.index) == keep
+            || w.index == 0
+            || !w.started.load(Ordering::Acquire)
+            || w.dead.load(Ordering::Relaxed)
+            || w.load.load(Ordering::Relaxed) != 0
+        {
+            continue;
+        }
+        w.dead.store(true, Ordering::SeqCst);
+        let tid = w.tid.load(Ordering::Relaxed);
+        w.notify();
+        if tid != 0 {
+            tids.push(tid);
+        }
+    }
+    tids
 }
