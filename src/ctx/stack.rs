@@ -450,7 +450,10 @@ mod tests {
         pool.put(untouched);
         let r = pool.take_recent(size).expect("the used one is on top");
         assert_eq!(r.top(), used_top);
-        assert!(pool.take_recent(size).is_none(), "only an untouched one left");
+        assert!(
+            pool.take_recent(size).is_none(),
+            "only an untouched one left"
+        );
         let c = pool.take_clean(size).expect("at the bottom");
         assert_eq!(c.top(), untouched_top);
         assert!(pool.take_clean(size).is_none());
