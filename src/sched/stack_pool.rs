@@ -149,28 +149,41 @@ impl Worker {
         if reserved.is_program() {
             return reserved; // the thread must run on the program's memory
         }
-        let size = reserved.usable_size();
         let mut local = self.local.stacks.borrow_mut();
-        if let Some(s) = local.take_recent(size) {
-            local.put_cold(reserved);
-            return s;
+        match local.take_recent(reserved.usable_size()) {
+            Some(s) => {
+                local.put_cold(reserved);
+                s
+            }
+            None if reserved.was_used() => reserved,
+            None => {
+                drop(local);
+                self.used_for_untouched(reserved)
+            }
         }
-        if reserved.was_used() || SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
+    }
+
+    /// `recent_stack` when the reservation was never run on (a burst of
+    /// spawns reserved more stacks than ever ran at once) and this worker
+    /// keeps no used one: one from the shared pool, with up to BATCH - 1
+    /// more for the next starts here, and the untouched one under the
+    /// shared pool's others. A used stack's top page is most likely
+    /// resident; an untouched one's first run faulted it in (100,000
+    /// sleepers, 2 workers: 6,000 to 17,000 such faults in every trial, a
+    /// fifth of the thief's samples with the kernel's page clearing,
+    /// because each trial's burst reserved a different part of the pool).
+    #[cold]
+    #[inline(never)]
+    fn used_for_untouched(&self, reserved: GuardedStack) -> GuardedStack {
+        if SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
             return reserved;
         }
-        // The reservation was never run on (a burst of spawns reserved
-        // more stacks than ever ran at once), and this worker keeps no
-        // used one: one from the shared pool, with up to BATCH - 1 more for
-        // the next starts here, and the untouched one under the shared
-        // pool's others. A used stack's top page is most likely resident;
-        // an untouched one's first run faulted it in (100,000 sleepers, 2
-        // workers: 6,000 to 17,000 such faults in every trial, a fifth of
-        // the thief's samples with the kernel's page clearing, because
-        // each trial's burst reserved a different part of the pool).
+        let size = reserved.usable_size();
         let mut pool = shared();
         let Some(s) = pool.take_recent(size) else {
             return reserved;
         };
+        let mut local = self.local.stacks.borrow_mut();
         for _ in 1..BATCH {
             match pool.take_recent(size) {
                 Some(more) => local.put(more),

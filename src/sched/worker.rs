@@ -511,7 +511,7 @@ impl Worker {
 }
 
 /// Never-run tasks dequeued by `move_never_run` before it claims them.
-const MOVE_CHUNK: usize = 64;
+const MOVE_CHUNK: usize = 16;
 
 /// One task from an injector, retrying while it says so.
 pub(super) fn steal_one(q: &Injector<TaskRef>) -> Option<TaskRef> {
