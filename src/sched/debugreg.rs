@@ -167,6 +167,16 @@ impl DebugRecord {
         self.name[1].store(u64::from_le_bytes(hi.try_into().unwrap_or([0; 8])), Relaxed);
     }
 
+    /// The addresses of the records beside this one in its list (0:
+    /// none). Read without the lock: only to be prefetched, never followed.
+    #[inline]
+    pub(super) fn neighbours(&self) -> [usize; 2] {
+        [
+            self.prev.load(Relaxed) as usize,
+            self.next.load(Relaxed) as usize,
+        ]
+    }
+
     /// The stack pointer saved at the last suspension (0 before the first):
     /// where the task's stack is touched first when it resumes.
     #[inline]
