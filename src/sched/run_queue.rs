@@ -65,8 +65,12 @@ pub struct RunQueue<T> {
     /// A ready task was taken while a turn waited: the next pick is a
     /// turn, if one still waits and a ready task does too.
     turn_owed: bool,
-    /// Preempted tasks.
-    preempted: VecDeque<T>,
+    /// Preempted tasks with their virtual run time, in ascending order
+    /// (`push_preempted`).
+    preempted: VecDeque<(u64, T)>,
+    /// The virtual run time of the last preempted task taken: where a
+    /// task that computes again starts counting from (`preempted_floor`).
+    floor: u64,
     /// Since when (ns) the others have been taken ahead of a waiting
     /// preempted task, in a row (None: not now).
     others_since: Option<u64>,
@@ -79,6 +83,7 @@ impl<T> Default for RunQueue<T> {
             turns: 0,
             turn_owed: false,
             preempted: VecDeque::new(),
+            floor: 0,
             others_since: None,
         }
     }
@@ -101,10 +106,34 @@ impl<T> RunQueue<T> {
         self.turns += 1;
     }
 
-    /// A preempted task: it runs after the others (`pop`).
+    /// A preempted task whose virtual run time is now `vrun`: it runs
+    /// after the others (`pop`), and among the preempted ones in order of
+    /// `vrun`, after those with the same. Ordered by how long each
+    /// computed, as the kernel orders threads by their run time (CFS's
+    /// vruntime), the order moves as slices differ in length; a plain FIFO
+    /// kept it fixed, so the same thread always ran just after a given
+    /// other one (a producer's items always went to the same consumer of
+    /// eight: crossbeam-deque's `no_starvation` never ended).
     #[inline]
-    pub fn push_preempted(&mut self, t: T) {
-        self.preempted.push_back(t);
+    pub fn push_preempted(&mut self, t: T, vrun: u64) {
+        let at = self.preempted.partition_point(|&(v, _)| v <= vrun);
+        self.preempted.insert(at, (vrun, t));
+    }
+
+    /// The virtual run time a preempted task counts on from, if its own is
+    /// lower (it slept meanwhile, or never computed before): that of the
+    /// last preempted task taken, as the kernel places a thread that wakes
+    /// at the queue's least run time, so that it cannot hold the worker
+    /// for all it missed.
+    #[inline]
+    pub fn preempted_floor(&self) -> u64 {
+        self.floor
+    }
+
+    fn pop_preempted(&mut self) -> Option<T> {
+        let (v, t) = self.preempted.pop_front()?;
+        self.floor = self.floor.max(v);
+        Some(t)
     }
 
     /// The next entry: a ready task or a turn, alternating when both wait
@@ -162,7 +191,7 @@ impl<T> RunQueue<T> {
             };
             if overtake {
                 self.others_since = None;
-                return self.preempted.pop_front().map(Turn::Ready);
+                return self.pop_preempted().map(Turn::Ready);
             }
         } else {
             self.others_since = None;
@@ -244,8 +273,8 @@ mod tests {
     #[test]
     fn preempted_tasks_wait_until_the_others_had_max_wait() {
         let mut q = RunQueue::new();
-        q.push_preempted(10);
-        q.push_preempted(11);
+        q.push_preempted(10, 0);
+        q.push_preempted(11, 0);
         q.push(1);
         q.push(2);
         q.push(3);
@@ -264,6 +293,21 @@ mod tests {
         assert_eq!(q.pop(|| unreachable!(), 50), Some(Turn::Ready(11)));
         assert!(q.is_empty());
         assert_eq!(q.pop(|| 0, 50), None);
+    }
+
+    #[test]
+    fn preempted_tasks_run_in_order_of_their_run_time() {
+        let mut q = RunQueue::new();
+        q.push_preempted(1, 30);
+        q.push_preempted(2, 10);
+        q.push_preempted(3, 30);
+        q.push_preempted(4, 20);
+        let got: Vec<_> = std::iter::from_fn(|| q.pop(|| 0, u64::MAX)).collect();
+        let want: Vec<_> = [2, 4, 1, 3].into_iter().map(Turn::Ready).collect();
+        assert_eq!(got, want);
+        // The last one taken had computed 30: one that computed less
+        // (slept meanwhile) counts on from there.
+        assert_eq!(q.preempted_floor(), 30);
     }
 
     fn drain(q: &mut RunQueue<i32>) -> Vec<Turn<i32>> {
@@ -326,7 +370,7 @@ mod tests {
     #[test]
     fn turns_count_as_woken_against_preempted_tasks() {
         let mut q = RunQueue::new();
-        q.push_preempted(10);
+        q.push_preempted(10, 0);
         q.push_fresh_turn();
         assert!(q.has_woken());
         assert!(!q.only_preempted());

@@ -119,6 +119,9 @@ pub struct Task {
     /// The yield is a preemption: the task waits behind the others
     /// (`run_queue.rs`).
     pub(super) preempted: Cell<bool>,
+    /// How long it computed until preempted, added up (ns; the order of
+    /// preempted tasks: `Worker::push_preempted`).
+    pub(super) vruntime: Cell<u64>,
     /// What the start routine returned (or `pthread_exit` gave), stored by
     /// the task itself before it ends: `finish` copies it into `join`, and
     /// a joiner that sees the task DONE (its state is published with
@@ -203,6 +206,7 @@ impl Task {
             exiting: Cell::new(false),
             yielding: Cell::new(false),
             preempted: Cell::new(false),
+            vruntime: Cell::new(0),
             result: AtomicUsize::new(0),
             join: Mutex::new(JoinState::default()),
             ext: UnsafeCell::new(None),

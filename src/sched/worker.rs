@@ -398,9 +398,16 @@ impl Worker {
     }
 
     /// Queues a task this worker's monitor preempted: behind the others,
-    /// for a slice at most (`run_queue.rs`).
+    /// for a slice at most, and behind the preempted ones that computed
+    /// less (`run_queue.rs`). Called just after the task's run, while
+    /// `running_since` still holds its start (the clock of the last poll:
+    /// a run is counted from up to one poll before it began).
     pub(super) fn push_preempted(&self, t: TaskRef) {
-        self.local.run_queue.borrow_mut().push_preempted(t);
+        let ran = crate::sys::now_ns().saturating_sub(self.running_since.load(Ordering::Relaxed));
+        let mut q = self.local.run_queue.borrow_mut();
+        let vrun = t.vruntime.get().max(q.preempted_floor()) + ran;
+        t.vruntime.set(vrun);
+        q.push_preempted(t, vrun);
     }
 
     /// Queues a task of this worker made runnable by another thread (any
