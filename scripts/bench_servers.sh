@@ -29,7 +29,7 @@
 # HTTP servers take wrk -t2 -c200 (keep-alive).
 #
 # Then the event-driven ones that scripts/servers_paired.sh knows (lighttpd,
-# nginx with 1 worker, redis) run again as pairs: a native and a corun copy
+# nginx with 1 worker, redis, memcached) run again as pairs: a native and a corun copy
 # AT THE SAME TIME on one CPU, each with its own load generator on the
 # other, their CPU time per operation compared (raw/servers_paired.tsv).
 # Back-to-back 4 s runs of a single-process event loop swing 10-20% on this
@@ -40,7 +40,7 @@
 # nginx ..." which ones, BENCH_LIB the libcorun.so to measure (default:
 # this tree's); SERVERS_PAIR_REPS=4 pairs of SERVERS_PAIR_DURATION=4 s per
 # server (0: no pairs), SERVERS_PAIR_SELF="lighttpd" the servers also
-# paired native against native (the noise left; "" for none). About 140 s
+# paired native against native (the noise left; "" for none). About 180 s
 # for the pairs. PORT_RANGE=LO-HI keeps every server to those ports.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -376,7 +376,7 @@ done
 # 0.26 and 0.31 in 63-71 s, the fixed start/check/stop cost of each run
 # making it dearer. Either way the median is uncertain by ~10%.)
 PAIR_LIST=""
-for s in $LIST; do case $s in lighttpd|nginx|redis) PAIR_LIST="$PAIR_LIST $s" ;; esac; done
+for s in $LIST; do case $s in lighttpd|nginx|redis|memcached) PAIR_LIST="$PAIR_LIST $s" ;; esac; done
 PAIRF="$RAWD/servers_paired.tsv"
 : >"$PAIRF"
 if [ -n "$PAIR_LIST" ] && [ "${SERVERS_PAIR_REPS:-4}" -gt 0 ]; then

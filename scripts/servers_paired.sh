@@ -15,7 +15,7 @@
 # with the other's. A run with native against native shows the noise
 # left (PAIR_SELF=1).
 #
-# Usage: scripts/servers_paired.sh [lighttpd|nginx|redis ...]
+# Usage: scripts/servers_paired.sh [lighttpd|nginx|redis|memcached ...]
 # Environment: PAIR_REPS=6 (pairs per server; which copy is started first
 # and gets which port alternates), PAIR_DURATION=5 s, PAIR_SRV_CPU=1,
 # PAIR_CLI_CPU=0, PAIR_PORT=first of two ports (default: free ones),
@@ -73,6 +73,9 @@ start() {
     redis)
         cmd=(redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no
             --daemonize no --loglevel warning --dir "$d") ;;
+    memcached)
+        # As make bench runs it (bench_servers.sh): 4 threads.
+        cmd=(memcached -u root -l 127.0.0.1 -p "$port" -t 4 -c 4096 -U 0 -m 256) ;;
     esac
     if [ "$mode" = corun ]; then
         LD_PRELOAD="$CLIB" taskset -c "$SCPU" "${cmd[@]}" >"$d/out" 2>&1 &
@@ -83,7 +86,19 @@ start() {
 }
 # check SERVER PORT: ok when a reply is the expected one.
 check() {
-    if [ "$1" = redis ]; then
+    if [ "$1" = memcached ]; then
+        # A set then a get through the text protocol, checked byte for byte.
+        [ "$(printf 'set pk 0 0 5\r\nv%04d\r\nget pk\r\nquit\r\n' "$(($2 % 10000))" | timeout 5 python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(sys.stdin.buffer.read()); out = b""
+while True:
+    d = s.recv(4096)
+    if not d: break
+    out += d
+sys.stdout.write(repr(out))' "$2" 2>/dev/null)" = "$(printf "b'STORED\\\\r\\\\nVALUE pk 0 5\\\\r\\\\nv%04d\\\\r\\\\nEND\\\\r\\\\n'" "$(($2 % 10000))")" ] \
+            && echo ok || echo WRONG
+    elif [ "$1" = redis ]; then
         redis-cli -p "$2" set pair-key "v$2" >/dev/null 2>&1 || true
         [ "$(redis-cli -p "$2" get pair-key 2>/dev/null)" = "v$2" ] && echo ok || echo WRONG
     else
@@ -92,7 +107,14 @@ check() {
 }
 # load SERVER PORT OUT: on $CCPU; OUT gets "ops errors".
 load() {
-    if [ "$1" = redis ]; then
+    if [ "$1" = memcached ]; then
+        # memcaslap's own count of operations in DUR seconds (90% gets).
+        taskset -c "$CCPU" timeout $((DUR + 10)) memcaslap -s "127.0.0.1:$2" -T 1 -c 64 -t "${DUR}s" -X 100 \
+            >"$3.raw" 2>&1 || true
+        local n
+        n=$(awk '/^Run time:/{for(i=1;i<=NF;i++) if($i=="Ops:") print $(i+1)}' "$3.raw" | tail -1)
+        echo "${n:-0} $([ -n "$n" ] && echo 0 || echo 1)" >"$3"
+    elif [ "$1" = redis ]; then
         # About as long as the HTTP loads at this machine's loaded rates.
         local rc=0
         taskset -c "$CCPU" timeout $((DUR * 20)) redis-benchmark -p "$2" -c 50 -n $((DUR * 20000)) \
