@@ -76,6 +76,13 @@ int main(int argc, char **argv) {
                 break;
         }
     }
+    /* Which ones starved, read before they stop: one that takes its
+     * first item after the limit (while they are joined) still starved. */
+    long seen[CONSUMERS];
+    served = 1;
+    for (int i = 0; i < CONSUMERS; i++)
+        if ((seen[i] = atomic_load(&hits[i])) == 0)
+            served = 0;
     atomic_store(&done, 1);
     for (int i = 0; i < CONSUMERS; i++)
         pthread_join(t[i], NULL);
@@ -85,7 +92,7 @@ int main(int argc, char **argv) {
     }
     printf("starved consumers:");
     for (int i = 0; i < CONSUMERS; i++)
-        if (atomic_load(&hits[i]) == 0)
+        if (seen[i] == 0)
             printf(" %d", i);
     printf("\n");
     return 1;

@@ -13,7 +13,8 @@
 //! at the previous sample or a preemption was made within the last
 //! slice, every `GRANULARITY_NS`, sooner when a timer of such a worker is
 //! due (200 us at least). A run is preempted when it has lasted a
-//! slice (`CORUN_PREEMPT_MS`, 10 ms by default; 0 turns all of this off),
+//! slice (`CORUN_PREEMPT_MS`, 10 ms by default, each run's between half and
+//! 1.5 times it: `preempt_monitor::run_slice`; 0 turns all of this off),
 //! or `GRANULARITY_NS` once a timer of its worker is due (each worker
 //! publishes when its next timer is due: `timer_added` at a timed park,
 //! `timers_next` after firing its timers), a signal waits for a worker

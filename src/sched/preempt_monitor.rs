@@ -105,7 +105,7 @@ pub(super) fn monitor(rt: &'static Runtime) {
                 || w.woken_waiting.load(Ordering::Relaxed)
                 || w.has_remote()
                 || cancel_waits;
-            if !(ran >= slice || (due && ran >= granularity))
+            if !(ran >= run_slice(slice, i, sw) || (due && ran >= granularity))
                 || (super::alone() && !signal_waits && !cancel_waits)
                 || !thread_runs(w)
             {
@@ -118,6 +118,24 @@ pub(super) fn monitor(rt: &'static Runtime) {
         }
         busy = long_run.then_some(first_due);
     }
+}
+
+/// The slice of run `sw` of worker `i`: between half and one and a half
+/// `slice`, spread evenly by a hash of the two (a mean of `slice`). The
+/// kernel checks a slice at its tick (4 ms at HZ=250, beside a 3 ms
+/// slice), so a thread's slices differ by as much as they last, and the
+/// order of computing threads sorted by run time keeps changing; with
+/// corun's slices all within a 1 ms tick of 10 ms, the order stayed put,
+/// and a consumer that spins beside a producer could wait seconds for
+/// its place just after it (`c-tests/preempt_order.c`, crossbeam-deque's
+/// `no_starvation`). Deterministic, so nothing is drawn at each tick.
+fn run_slice(slice: u64, i: usize, sw: u64) -> u64 {
+    // splitmix64's finaliser: every input bit moves every output bit.
+    let mut x = sw ^ ((i as u64) << 56);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    slice / 2 + x % slice.max(1)
 }
 
 /// CPU time a run has taken over at least one monitor tick before the
