@@ -333,8 +333,12 @@ mod real_range {
 
 /// corun's own fds in [first, last], in increasing order.
 fn runtime_fds_in(first: u32, last: u32) -> Vec<u32> {
-    let top = last.min(fdtable::MAX_FD as u32 - 1);
-    (first..=top)
+    let (lo, hi) = fdtable::runtime_span();
+    if hi < 0 {
+        return Vec::new();
+    }
+    let top = last.min(fdtable::MAX_FD as u32 - 1).min(hi as u32);
+    (first.max(lo.max(0) as u32)..=top)
         .filter(|&fd| is_runtime_fd(fd as c_int))
         .collect()
 }
@@ -342,10 +346,7 @@ fn runtime_fds_in(first: u32, last: u32) -> Vec<u32> {
 /// Closes [lo, hi] and forgets what was known of those fds.
 fn close_segment(lo: u32, hi: u32, flags: c_int) -> c_int {
     if flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
-        let top = hi.min(fdtable::MAX_FD as u32 - 1);
-        for fd in lo..=top {
-            fdtable::forget(fd as c_int);
-        }
+        fdtable::forget_range(lo, hi);
     }
     // SAFETY: plain integers.
     unsafe { real_range::close_range(lo, hi, flags) }

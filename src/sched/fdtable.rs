@@ -344,12 +344,25 @@ pub fn peek_built(fd: i32) -> Option<&'static FdEntry> {
 /// below it are the program's without a look at their entry (corun's
 /// epoll and eventfds are moved high, so `fstat` of a file asks only this).
 static RUNTIME_LOW: AtomicI32 = AtomicI32::new(i32::MAX);
+/// The highest fd ever marked as corun's own (-1: none).
+static RUNTIME_HIGH: AtomicI32 = AtomicI32::new(-1);
 
 /// Marks `fd` (whose entry is `e`) as one of corun's own: the program
 /// cannot close it, nor see it in a listing.
 pub fn mark_runtime(fd: i32, e: &FdEntry) {
     RUNTIME_LOW.fetch_min(fd, Ordering::AcqRel);
+    RUNTIME_HIGH.fetch_max(fd, Ordering::AcqRel);
     e.runtime.store(true, Ordering::Relaxed);
+}
+
+/// The numbers corun's own fds ever took lie within `lo..=hi` (empty:
+/// lo > hi): a `close_range` over every fd looks only there, not at the
+/// million entries of the table (each `close_range(3, ~0)` took 3 ms).
+pub fn runtime_span() -> (i32, i32) {
+    (
+        RUNTIME_LOW.load(Ordering::Acquire),
+        RUNTIME_HIGH.load(Ordering::Acquire),
+    )
 }
 
 /// Whether `fd` is one of corun's own (epoll, eventfd): read where the
@@ -453,6 +466,31 @@ pub fn forget(fd: i32) {
     }
     if let Some(e) = peek(fd) {
         e.reset();
+    }
+}
+
+/// `forget` of every fd in `lo..=hi`, looking only at the chunks ever
+/// made (`USED`): a `close_range(3, ~0)` no longer walks a million entries.
+pub fn forget_range(lo: u32, hi: u32) {
+    let (lo, top) = (lo as usize, (hi as usize).min(MAX_FD - 1));
+    if lo > top {
+        return;
+    }
+    let words = lo / CHUNK / 64..=top / CHUNK / 64;
+    for (w, word) in USED
+        .iter()
+        .enumerate()
+        .skip(*words.start())
+        .take(words.count())
+    {
+        let mut bits = word.load(Ordering::Acquire);
+        while bits != 0 {
+            let c = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            for fd in (c * CHUNK).max(lo)..=((c + 1) * CHUNK - 1).min(top) {
+                forget(fd as i32);
+            }
+        }
     }
 }
 

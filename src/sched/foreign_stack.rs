@@ -68,7 +68,7 @@ pub(super) fn refresh(index: usize) {
     if lo <= sp && sp < hi {
         return;
     }
-    let Ok(maps) = std::fs::read("/proc/self/maps") else {
+    let Some(maps) = super::proc_view::maps() else {
         return;
     };
     let Some((lo, hi)) = mapping_of(&maps, sp) else {

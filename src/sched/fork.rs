@@ -60,6 +60,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::stack_pool::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();
     super::preempt::reset_after_fork();
+    super::proc_view::after_fork_child();
     super::startname::after_fork_child();
     super::deadline::after_fork_child();
     super::dump::after_fork_child();

@@ -47,6 +47,7 @@ mod preempt_refusals;
 mod preempt_safe;
 mod preempt_table;
 pub mod prefetch;
+mod proc_view;
 pub mod resume;
 pub mod run_loop;
 pub mod run_queue;
@@ -95,6 +96,7 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static runtime:
     let plugins = runtime::Plugins {
         task_ended: fork::task_ended,
         spawned: on_spawn,
+        worker_started: proc_view::worker_started,
     };
     let rt = runtime::start(config, plugins)?;
     if rt.config.stats {
@@ -106,6 +108,7 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static runtime:
 /// The first spawn starts the watchdog and the preemption monitor.
 fn on_spawn(rt: &'static runtime::Runtime) {
     lone::note_spawn();
+    proc_view::at_spawn(rt);
     watchdog::ensure_started(rt);
     preempt::ensure_started(rt);
 }

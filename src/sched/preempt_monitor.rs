@@ -173,17 +173,7 @@ fn has_deliverable(id: u64) -> bool {
 /// Whether the worker's thread is running or runnable (state R in
 /// /proc/self/task/TID/stat), not asleep in a system call.
 fn thread_runs(w: &Worker) -> bool {
-    let tid = w.tid.load(Ordering::Relaxed);
-    if tid <= 0 {
-        return false;
-    }
-    let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else {
-        return false;
-    };
-    // "tid (comm) S ...": the state follows the last ')'.
-    stat.iter()
-        .rposition(|&c| c == b')')
-        .is_some_and(|close| stat.get(close + 2) == Some(&b'R'))
+    super::proc_view::thread_state(w) == super::proc_view::ThreadState::Runs
 }
 
 fn send(w: &Worker) {

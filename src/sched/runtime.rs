@@ -29,6 +29,9 @@ pub struct Plugins {
     pub task_ended: fn(u64),
     /// A task was spawned.
     pub spawned: fn(&'static Runtime),
+    /// The thread of a worker other than 0 was started (the spawn that
+    /// started it has not returned).
+    pub worker_started: fn(&'static Worker),
 }
 
 pub struct Runtime {
@@ -95,9 +98,15 @@ pub fn ensure_started(w: &'static Worker) -> std::io::Result<()> {
     }
     // The worker's epoll and eventfd are opened here, where a failure
     // (EMFILE) can be reported to the spawn, and handed to its thread.
+    // The thread sets its tid when it attaches.
+    w.tid.store(0, Ordering::Release);
     super::netpoller::open_for_start(w)
         .and_then(|epoll| start_thread(w, epoll))
-        .inspect_err(|_| w.started.store(false, Ordering::Release))
+        .inspect_err(|_| w.started.store(false, Ordering::Release))?;
+    if let Some(rt) = runtime() {
+        (rt.plugins.worker_started)(w);
+    }
+    Ok(())
 }
 
 fn start_thread(w: &'static Worker, epoll: crate::sys::epoll::Epoll) -> std::io::Result<()> {

@@ -99,7 +99,9 @@ pub fn short(path: &str) -> &str {
 /// The function symbols of the ELF file at `path` (None: unreadable, not
 /// ELF64, or stripped).
 fn read_symtab(path: &str) -> Option<Table> {
-    let f = std::fs::read(path).ok()?;
+    // Not std::fs: an open here would take one of the program's fd
+    // numbers for a moment (`sys::private_read`).
+    let f = crate::sys::private_read::read_file(&std::ffi::CString::new(path).ok()?)?;
     let u16_at = |o: usize| Some(u16::from_le_bytes(f.get(o..o + 2)?.try_into().ok()?));
     let u32_at = |o: usize| Some(u32::from_le_bytes(f.get(o..o + 4)?.try_into().ok()?));
     let u64_at = |o: usize| Some(u64::from_le_bytes(f.get(o..o + 8)?.try_into().ok()?));

@@ -72,18 +72,6 @@ pub fn set_foreign_code(f: fn(usize) -> bool) {
     FOREIGN_CODE.store(f as usize, Ordering::Release);
 }
 
-/// The pc of the system call the thread `tid` sleeps in; None while it
-/// runs (the kernel then writes "running") or when the file cannot be read.
-fn syscall_pc(tid: i32) -> Option<usize> {
-    // "nr arg1 .. arg6 sp pc" while in a system call.
-    let line = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")).ok()?;
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    if fields.len() != 9 {
-        return None;
-    }
-    usize::from_str_radix(fields[8].trim_start_matches("0x"), 16).ok()
-}
-
 /// Whether `pc` is in the code of a runtime that schedules itself.
 fn in_foreign_code(pc: usize) -> bool {
     let f = FOREIGN_CODE.load(Ordering::Acquire);
@@ -230,19 +218,9 @@ fn run(rt: &'static Runtime) {
 /// the user set CORUN_STALL_MS (compilers, JIT threads and compressors all
 /// compute for 100 ms at a time).
 fn blocked_in_kernel(w: &Worker) -> bool {
-    let tid = w.tid.load(Ordering::Relaxed);
-    if tid <= 0 || w.own_wait.load(Ordering::Relaxed) != 0 {
-        return false;
-    }
-    let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else {
-        return false;
-    };
-    // "tid (comm) S ...": the state follows the last ')' (comm may hold
-    // spaces and parentheses).
-    let Some(close) = stat.iter().rposition(|&c| c == b')') else {
-        return false;
-    };
-    if !matches!(stat.get(close + 2), Some(b'S' | b'D')) {
+    if w.own_wait.load(Ordering::Relaxed) != 0
+        || super::proc_view::thread_state(w) != super::proc_view::ThreadState::Sleeps
+    {
         return false;
     }
     // The system call it sleeps in, read after the state: a thread that
@@ -250,7 +228,7 @@ fn blocked_in_kernel(w: &Worker) -> bool {
     // report when its pthread's 300 ms wait in libgomp's futex ended
     // between the two reads); one asleep in libgomp's own futex is
     // libgomp's business.
-    syscall_pc(tid).is_some_and(|pc| !in_foreign_code(pc))
+    super::proc_view::syscall_pc(w).is_some_and(|pc| !in_foreign_code(pc))
 }
 
 /// CPU time the worker's thread used since it read `since_cpu`: the

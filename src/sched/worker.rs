@@ -370,7 +370,7 @@ impl Worker {
             self.local.tp.get(),
             self.local.current_slot.get() as usize,
         ));
-        self.tid.store(crate::sys::gettid(), Ordering::Relaxed);
+        self.tid.store(crate::sys::gettid(), Ordering::Release);
         crate::ctx::setxid::note_worker_thread(self.index);
         overflow::install_altstack();
         super::worker_stack::note(self.index);

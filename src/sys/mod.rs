@@ -7,6 +7,8 @@ pub mod alloc;
 pub mod block_cache;
 pub mod epoll;
 pub mod nocancel;
+pub mod private_read;
+pub mod procfs;
 pub mod real;
 pub mod static_tls;
 
@@ -132,19 +134,19 @@ pub fn available_cpus() -> usize {
 /// where `select` can see fds, as natively.
 const FD_CEILING: u64 = 1024;
 
-/// How many fd numbers below the top runtime fds may take: 64, or two per
+/// How many fd numbers below the top runtime fds may take: 64, or four per
 /// worker and a margin on a machine of many CPUs (`reserve_runtime_fds`).
 /// With 64 slots and 64 workers, the fds of workers 28 and up did not fit
 /// and fell back to the lowest free numbers: a program's first `dup` gave
 /// 68, not 3.
 static FD_SLOTS: AtomicUsize = AtomicUsize::new(64);
 
-/// Makes room for the runtime fds of `workers` workers: an epoll instance
-/// and an eventfd each, with 48 more for the others (the dump's eventfd,
-/// files kept for parked calls). The top moves above `FD_CEILING` by as
+/// Makes room for the runtime fds of `workers` workers: an epoll instance,
+/// an eventfd and two kept /proc files each (`procfs.rs`), with 48 more for
+/// the others (the dump's eventfd, files kept for parked calls, maps). The top moves above `FD_CEILING` by as
 /// much as the room grows beyond 64, where the soft limit allows.
 pub fn reserve_runtime_fds(workers: usize) {
-    FD_SLOTS.store((2 * workers + 48).max(64), Ordering::Relaxed);
+    FD_SLOTS.store((4 * workers + 48).max(64), Ordering::Relaxed);
 }
 
 /// Moves a runtime fd out of the low numbers a program expects to get

@@ -1,0 +1,93 @@
+//! Reading a whole file from a helper thread without taking one of the
+//! program's fd numbers, even for a moment.
+//!
+//! An `open` takes the lowest free number of the process's fd table: the
+//! watchdog reading an object's symbol table (`sched/symbols.rs`) while
+//! the program ran gave a program that had just closed its fds 4 and 5
+//! from its next `pipe` instead of 3 and 4 (`c-tests/fd_numbers_busy.c`).
+//! So the read happens on a short-lived thread of corun's that first
+//! takes a private copy of the fd table (`unshare(CLONE_FILES)`) and
+//! empties it (`close_range`): its `open` lands in a table the program
+//! never sees, and the copy holds none of the program's files once
+//! emptied (a socket the program closes in between is released a few
+//! microseconds later; POSIX record locks belong to the table that took
+//! them, so closing the copy's fds releases none of the program's).
+//!
+//! Raw system calls only: the fd hooks would record the private fd in
+//! corun's table of the program's fds, under the number of one of them.
+//! For cold reads (once per object file); hot ones keep a file (`procfs`).
+
+use std::ffi::{CStr, CString};
+
+use super::real::syscall;
+
+/// The whole content of the file at `path`, read on a thread with a fd
+/// table of its own; None if it cannot be read there (or the kernel
+/// refuses `unshare`, as a seccomp filter may).
+pub fn read_file(path: &CStr) -> Option<Vec<u8>> {
+    let path: CString = path.to_owned();
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    super::spawn_native_thread(Box::new(move || {
+        let _ = tx.send(read_in_own_table(&path));
+    }))
+    .ok()?;
+    rx.recv().ok().flatten()
+}
+
+fn read_in_own_table(path: &CStr) -> Option<Vec<u8>> {
+    // SAFETY: unshare with CLONE_FILES only gives this thread its own
+    // copy of the fd table.
+    if unsafe { syscall!(libc::SYS_unshare, libc::CLONE_FILES) } != 0 {
+        return None;
+    }
+    // SAFETY: closes every fd of this thread's private table (none of
+    // the program's numbers).
+    if unsafe { syscall!(libc::SYS_close_range, 0u32, u32::MAX, 0) } != 0 {
+        return None;
+    }
+    // SAFETY: a raw openat of a NUL-terminated path.
+    let fd = unsafe {
+        syscall!(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let mut out = vec![0u8; 64 << 10];
+    let mut len = 0;
+    let done = loop {
+        if len == out.len() {
+            out.resize(out.len() * 2, 0);
+        }
+        // SAFETY: a raw read into the live tail of `out`.
+        let n = unsafe { syscall!(libc::SYS_read, fd, out[len..].as_mut_ptr(), out.len() - len) };
+        match n {
+            0 => break true,
+            n if n > 0 => len += n as usize,
+            _ if super::errno() == libc::EINTR => {}
+            _ => break false,
+        }
+    };
+    // SAFETY: raw close of the fd opened above, in the private table.
+    unsafe { syscall!(libc::SYS_close, fd) };
+    out.truncate(len);
+    done.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_a_file_without_a_new_fd_in_the_process() {
+        let before = std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let text = super::read_file(c"/proc/self/status").expect("read");
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.starts_with("Name:"), "{text}");
+        assert!(super::read_file(c"/nonexistent/x").is_none());
+        let after = std::fs::read_dir("/proc/self/fd").unwrap().count();
+        assert_eq!(before, after);
+    }
+}
