@@ -202,9 +202,15 @@ impl Worker {
         if failed {
             t.result.store(0, Ordering::Relaxed);
         }
-        // Publishes `result` to joiners that look at the state (`join`).
-        t.set_done();
+        // The worker's load drops before the task is seen done: a joiner
+        // that returns and confines the process (`confined::enter`) must
+        // find this worker idle, or its thread outlived the program's own
+        // (proc_seccomp's doomed child hung, or exited 0 instead of dying
+        // by SIGSYS).
         self.load.fetch_sub(1, Ordering::Relaxed);
+        // Publishes `result` (and the load above) to joiners that look at
+        // the state (`join`).
+        t.set_done();
         super::stats::live_ended();
         let joiner = {
             let mut j = fdtable::lock(&t.join);
