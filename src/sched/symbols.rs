@@ -101,7 +101,15 @@ pub fn short(path: &str) -> &str {
 fn read_symtab(path: &str) -> Option<Table> {
     // Not std::fs: an open here would take one of the program's fd
     // numbers for a moment (`sys::private_read`).
-    let f = crate::sys::private_read::read_file(&std::ffi::CString::new(path).ok()?)?;
+    // A helper thread of corun's, which a process that confines itself
+    // waits for (`confined.rs`); it leaves the list when done.
+    fn spawn(job: Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()> {
+        super::confined::spawn_helper(Box::new(move || {
+            job();
+            super::confined::unregister_helper();
+        }))
+    }
+    let f = crate::sys::private_read::read_file(&std::ffi::CString::new(path).ok()?, spawn)?;
     let u16_at = |o: usize| Some(u16::from_le_bytes(f.get(o..o + 2)?.try_into().ok()?));
     let u32_at = |o: usize| Some(u32::from_le_bytes(f.get(o..o + 4)?.try_into().ok()?));
     let u64_at = |o: usize| Some(u64::from_le_bytes(f.get(o..o + 8)?.try_into().ok()?));

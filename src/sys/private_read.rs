@@ -21,13 +21,17 @@ use std::ffi::{CStr, CString};
 
 use super::real::syscall;
 
-/// The whole content of the file at `path`, read on a thread with a fd
-/// table of its own; None if it cannot be read there (or the kernel
-/// refuses `unshare`, as a seccomp filter may).
-pub fn read_file(path: &CStr) -> Option<Vec<u8>> {
+/// A way to start a kernel thread running a job (`spawn_native_thread`,
+/// or the scheduler's helper start, which a confined process waits for).
+pub type Spawn = fn(Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()>;
+
+/// The whole content of the file at `path`, read on a thread (started by
+/// `spawn`) with a fd table of its own; None if it cannot be read there
+/// (or the kernel refuses `unshare`, as a seccomp filter may).
+pub fn read_file(path: &CStr, spawn: Spawn) -> Option<Vec<u8>> {
     let path: CString = path.to_owned();
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    super::spawn_native_thread(Box::new(move || {
+    spawn(Box::new(move || {
         let _ = tx.send(read_in_own_table(&path));
     }))
     .ok()?;
@@ -83,10 +87,11 @@ mod tests {
     #[test]
     fn reads_a_file_without_a_new_fd_in_the_process() {
         let before = std::fs::read_dir("/proc/self/fd").unwrap().count();
-        let text = super::read_file(c"/proc/self/status").expect("read");
+        let spawn = crate::sys::spawn_native_thread;
+        let text = super::read_file(c"/proc/self/status", spawn).expect("read");
         let text = String::from_utf8(text).unwrap();
         assert!(text.starts_with("Name:"), "{text}");
-        assert!(super::read_file(c"/nonexistent/x").is_none());
+        assert!(super::read_file(c"/nonexistent/x", spawn).is_none());
         let after = std::fs::read_dir("/proc/self/fd").unwrap().count();
         assert_eq!(before, after);
     }
