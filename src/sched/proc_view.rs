@@ -62,8 +62,14 @@ pub fn worker_started(w: &'static Worker) {
     if !wanted(rt) {
         return;
     }
-    // The thread sets its tid first thing (`Worker::attach`).
+    // The thread sets its tid first thing (`Worker::attach`), needing no
+    // lock; the wait is bounded all the same (a thread that never came:
+    // its files stay unopened, and the monitor never preempts there).
+    let until = crate::sys::now_ns() + 2_000_000_000;
     while w.tid.load(Ordering::Acquire) <= 0 {
+        if crate::sys::now_ns() > until {
+            return;
+        }
         // SAFETY: sched_yield takes no arguments.
         unsafe { crate::sys::real::syscall!(libc::SYS_sched_yield) };
     }

@@ -360,6 +360,9 @@ impl Worker {
 
     /// Makes this thread drive the worker (sets thread-locals).
     pub(super) fn attach(&'static self) {
+        // First, before any thread-local: the spawn that started this
+        // thread waits for it (`proc_view::worker_started`).
+        self.tid.store(crate::sys::gettid(), Ordering::Release);
         WORKER::set(self as *const Worker as usize);
         self.local
             .current_slot
@@ -370,7 +373,6 @@ impl Worker {
             self.local.tp.get(),
             self.local.current_slot.get() as usize,
         ));
-        self.tid.store(crate::sys::gettid(), Ordering::Release);
         crate::ctx::setxid::note_worker_thread(self.index);
         overflow::install_altstack();
         super::worker_stack::note(self.index);
