@@ -49,15 +49,7 @@ fn read_in_own_table(path: &CStr) -> Option<Vec<u8>> {
     if unsafe { syscall!(libc::SYS_close_range, 0u32, u32::MAX, 0) } != 0 {
         return None;
     }
-    // SAFETY: a raw openat of a NUL-terminated path.
-    let fd = unsafe {
-        syscall!(
-            libc::SYS_openat,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC
-        )
-    };
+    let fd = super::procfs::open_read_only(path);
     if fd < 0 {
         return None;
     }
@@ -84,15 +76,26 @@ fn read_in_own_table(path: &CStr) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsRawFd;
+
     #[test]
-    fn reads_a_file_without_a_new_fd_in_the_process() {
-        let before = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    fn reads_in_a_private_empty_fd_table() {
         let spawn = crate::sys::spawn_native_thread;
         let text = super::read_file(c"/proc/self/status", spawn).expect("read");
-        let text = String::from_utf8(text).unwrap();
-        assert!(text.starts_with("Name:"), "{text}");
+        assert!(String::from_utf8(text).unwrap().starts_with("Name:"));
         assert!(super::read_file(c"/nonexistent/x", spawn).is_none());
-        let after = std::fs::read_dir("/proc/self/fd").unwrap().count();
-        assert_eq!(before, after);
+        // An fd of the process, readable through its /proc link here, is
+        // not in the reader's table.
+        let path = std::env::temp_dir().join(format!("corun-pr-{}", std::process::id()));
+        std::fs::write(&path, b"kept").unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let link = format!("/proc/thread-self/fd/{}", f.as_raw_fd());
+        assert_eq!(std::fs::read(&link).unwrap(), b"kept");
+        let c = std::ffi::CString::new(link).unwrap();
+        assert!(
+            super::read_file(&c, spawn).is_none(),
+            "the reader saw the process's fd"
+        );
+        std::fs::remove_file(&path).unwrap();
     }
 }

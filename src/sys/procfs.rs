@@ -42,16 +42,7 @@ impl ProcFile {
     /// (see the top of this file): the open takes a low number for a
     /// moment. Returns the kept fd, for the caller to mark as corun's.
     pub fn open(&self, path: &CStr) -> Option<i32> {
-        // SAFETY: a raw openat of a NUL-terminated path (the hook for the
-        // name must not see runtime fds).
-        let low = unsafe {
-            syscall!(
-                libc::SYS_openat,
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC
-            )
-        } as i32;
+        let low = open_read_only(path);
         if low < 0 {
             return None;
         }
@@ -111,6 +102,21 @@ impl ProcFile {
         let n = unsafe { syscall!(libc::SYS_pread64, fd, buf.as_mut_ptr(), buf.len(), offset) };
         (n >= 0).then_some(n as usize)
     }
+}
+
+/// A raw close-on-exec, read-only open of `path` (the hook for the name
+/// must not see corun's own files); -1 on failure.
+pub fn open_read_only(path: &CStr) -> i32 {
+    // SAFETY: a raw openat of a NUL-terminated path.
+    let fd = unsafe {
+        syscall!(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC
+        )
+    };
+    fd.max(-1) as i32
 }
 
 fn close(fd: i32) {
