@@ -174,18 +174,33 @@ fn spawn_at(
     // Least loaded worker; ties go to the spawner's own. A worker held by
     // one task for longer than BUSY_NS (computing, or blocked where corun
     // cannot see) counts as full: a new task placed there would wait.
-    let now = if rt.workers.len() > 1 {
-        crate::sys::now_ns()
-    } else {
-        0
+    // The clock is read only when a worker's hold is looked at (a
+    // fork-join loop looks at none: ~20 ns of each spawn+join).
+    let clock = std::cell::Cell::new(0u64);
+    let now = || {
+        if clock.get() == 0 {
+            clock.set(crate::sys::now_ns());
+        }
+        clock.get()
     };
     let effective = |w: &Worker| {
-        let busy = w.running_id.load(Ordering::Relaxed) != 0
-            && now.saturating_sub(w.running_since.load(Ordering::Relaxed)) > BUSY_NS;
+        let busy = rt.workers.len() > 1
+            && w.running_id.load(Ordering::Relaxed) != 0
+            && now().saturating_sub(w.running_since.load(Ordering::Relaxed)) > BUSY_NS;
         w.load.load(Ordering::Relaxed) + if busy { 1 << 20 } else { 0 }
     };
     let mut target = me;
-    let own_busy = me.is_some_and(|m| effective(m) >= 1 << 20);
+    // Fork-join: the coroutines here have been joining their children
+    // before those ran (a spawn then a join, in a loop). Each join took the
+    // child back from where placement sent it (`take_for_join`); keeping
+    // the next child local saves the crossing. Every spawn lowers the
+    // affinity and every such join raises it by two, so a program that
+    // spawns many before joining (or never joins) stays spread.
+    let fork_join = me.is_some_and(|m| {
+        let a = m.local.fork_join.get();
+        m.local.fork_join.set(a.saturating_sub(1));
+        a >= FORK_JOIN_LOCAL
+    });
     // The spawner itself has held its worker for a while (a main that
     // spawns 100,000 coroutines in a row): the task waits in the local
     // queue, where an idle worker steals it with others, half a backlog
@@ -196,9 +211,14 @@ fn spawn_at(
     // as usual. Kept local, it ran here as soon as the spawner parked,
     // before the thief woke, and stayed pinned behind whatever the spawner
     // did next (readiness_busy_worker read its pipe at 2,000 ms, not 350).
-    let spawner_busy = own_busy
+    // (Not in a fork-join loop: its child stays here anyway, and its
+    // spawns read no clock.)
+    let spawner_busy = !fork_join
         && rt.workers.len() > 1
         && me.is_some_and(|m| {
+            if effective(m) < 1 << 20 {
+                return false;
+            }
             let sw = m.switches.load(Ordering::Relaxed);
             let burst = m.local.busy_spawn_at.get() == sw;
             m.local.busy_spawn_at.set(sw);
@@ -213,17 +233,6 @@ fn spawn_at(
     // two threads then shared one worker for good while main waited alone
     // on the other (`placement_spread`).
     let mut best = me.map_or(usize::MAX, |m| m.load.load(Ordering::Relaxed));
-    // Fork-join: the coroutines here have been joining their children
-    // before those ran (a spawn then a join, in a loop). Each join took the
-    // child back from where placement sent it (`take_for_join`); keeping
-    // the next child local saves the crossing. Every spawn lowers the
-    // affinity and every such join raises it by two, so a program that
-    // spawns many before joining (or never joins) stays spread.
-    let fork_join = me.is_some_and(|m| {
-        let a = m.local.fork_join.get();
-        m.local.fork_join.set(a.saturating_sub(1));
-        a >= FORK_JOIN_LOCAL
-    });
     for w in rt
         .workers
         .iter()
