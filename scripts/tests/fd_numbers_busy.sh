@@ -19,4 +19,19 @@ for w in 1 2; do
         echo "$w workers, ${ms} ms slices: $out"
     done
 done
-ok "fds 3 and 4 for every pipe while threads compute beside it"
+# Dumps asked for during the run (CORUN_DUMP_SIGNAL, 60 signals in 2 s):
+# the dump thread wrote its file through an fd of the program's table, so
+# the file took fd 3 (main got 4 and 5: 9-214 wrong pipes a run) and
+# main's close_range closed it under the dump ("cannot write the dump:
+# Bad file descriptor", 18 times in one run). It now writes from a fd
+# table of its own.
+CORUN_DUMP_SIGNAL=USR2 CORUN_WORKERS=2 LD_PRELOAD="$LIB" timeout 60 "$prog" 2 >"$TMPD/dumps" 2>&1 &
+pid=$!
+sleep 0.2
+for _ in $(seq 1 60); do kill -USR2 "$pid" 2>/dev/null || true; sleep 0.02; done
+wait "$pid" || fail "with dumps: $(cat "$TMPD/dumps")"
+rm -f "/tmp/corun-$pid.dump" "/tmp/corun-$pid.dump.tmp"
+grep -q "cannot write the dump" "$TMPD/dumps" && fail "with dumps: $(grep -m1 'cannot write' "$TMPD/dumps")"
+grep -q "wrong 0$" "$TMPD/dumps" || fail "with dumps: $(cat "$TMPD/dumps")"
+echo "with 60 dumps asked for: $(grep pipes "$TMPD/dumps")"
+ok "fds 3 and 4 for every pipe while threads compute beside it, and while dumps are written"

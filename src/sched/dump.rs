@@ -108,6 +108,10 @@ fn start_thread(sig: i32) -> std::io::Result<()> {
     crate::sys::spawn_native_thread(Box::new(move || {
         crate::sys::block_all_signals();
         unblock(sig);
+        // The dump file is opened in a fd table of this thread's own: in
+        // the program's, its `open` took the lowest free number for a
+        // moment, one the program's next `open` or `pipe` expects.
+        crate::sys::private_read::take_private_fd_table(Some(efd));
         serve(efd);
     }))?;
     Ok(())
@@ -160,22 +164,47 @@ fn serve(efd: i32) {
     }
 }
 
+/// Writes the dump under a temporary name, then renames it. Raw calls for
+/// the file: the fd hooks would record this thread's private fd in corun's
+/// table of the program's fds, under the number of one of them.
 fn write_file(text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use crate::sys::real::syscall;
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
     let path = path(pid);
     let tmp = format!("{path}.tmp");
     let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    drop(f);
+    let ctmp = std::ffi::CString::new(tmp.clone())?;
+    // SAFETY: a raw openat of a NUL-terminated path.
+    let fd = unsafe {
+        syscall!(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            ctmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut rest = text.as_bytes();
+    let mut result = Ok(());
+    while !rest.is_empty() {
+        // SAFETY: a raw write from a live slice.
+        let n = unsafe { syscall!(libc::SYS_write, fd, rest.as_ptr(), rest.len()) };
+        if n > 0 {
+            rest = &rest[n as usize..];
+        } else if n < 0 && crate::sys::errno() == libc::EINTR {
+            continue;
+        } else {
+            result = Err(std::io::Error::last_os_error());
+            break;
+        }
+    }
+    // SAFETY: raw close of the fd opened above.
+    unsafe { syscall!(libc::SYS_close, fd) };
+    result?;
     std::fs::rename(&tmp, &path)
 }
 

@@ -38,15 +38,32 @@ pub fn read_file(path: &CStr, spawn: Spawn) -> Option<Vec<u8>> {
     rx.recv().ok().flatten()
 }
 
-fn read_in_own_table(path: &CStr) -> Option<Vec<u8>> {
+/// Gives the calling thread (one of corun's) a private copy of the fd
+/// table and closes every fd of the copy but `keep`: from then on its
+/// `open`s take no number of the program's. False if the kernel refused
+/// (the thread then still shares the program's table).
+pub fn take_private_fd_table(keep: Option<i32>) -> bool {
     // SAFETY: unshare with CLONE_FILES only gives this thread its own
     // copy of the fd table.
     if unsafe { syscall!(libc::SYS_unshare, libc::CLONE_FILES) } != 0 {
-        return None;
+        return false;
     }
-    // SAFETY: closes every fd of this thread's private table (none of
-    // the program's numbers).
-    if unsafe { syscall!(libc::SYS_close_range, 0u32, u32::MAX, 0) } != 0 {
+    let keep = keep.filter(|&k| k >= 0).map(|k| k as u32);
+    let (below, above) = match keep {
+        Some(k) => (k.checked_sub(1).map(|hi| (0, hi)), k.checked_add(1)),
+        None => (Some((0, u32::MAX)), None),
+    };
+    let mut ok = true;
+    for (lo, hi) in below.into_iter().chain(above.map(|lo| (lo, u32::MAX))) {
+        // SAFETY: closes fds of this thread's private table only (none of
+        // the program's numbers).
+        ok &= unsafe { syscall!(libc::SYS_close_range, lo, hi, 0) } == 0;
+    }
+    ok
+}
+
+fn read_in_own_table(path: &CStr) -> Option<Vec<u8>> {
+    if !take_private_fd_table(None) {
         return None;
     }
     let fd = super::procfs::open_read_only(path);
