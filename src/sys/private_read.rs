@@ -16,6 +16,8 @@
 //! Raw system calls only: the fd hooks would record the private fd in
 //! corun's table of the program's fds, under the number of one of them.
 //! For cold reads (once per object file); hot ones keep a file (`procfs`).
+//! The dump thread takes such a table for good (`take_private_fd_table`,
+//! keeping its eventfd) and writes its file there.
 
 use std::ffi::{CStr, CString};
 
