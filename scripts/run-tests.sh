@@ -22,6 +22,8 @@ for t in scripts/tests/*.sh; do
     else
         fail=$((fail+1)); failed+=("$name")
         printf 'FAIL  %-32s %6ss (exit %d)\n' "$name" "$secs" "$rc"
+        # The reason first: a CI log shown in part keeps its head.
+        grep '^FAIL: ' "$logdir/$name.log" | sed 's/^/      ! /' | head -3
         sed 's/^/      | /' "$logdir/$name.log" | tail -25
     fi
 done

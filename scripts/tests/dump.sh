@@ -33,7 +33,15 @@ for w in 1 default; do
     start_program $w
     fd=$(sed -n 's/^pipe fd \([0-9]*\)$/\1/p' "$TMPD/err")
     mutex=$(sed -n 's/^mutex \(0x[0-9a-f]*\)$/\1/p' "$TMPD/err")
-    "$CORUN" dump "$PID" >"$TMPD/dump" || fail "workers=$w: corun dump failed"
+    # "ready" comes just before main's read of stdin: on a loaded machine
+    # the first dump may catch main (or a thread) a moment before its wait.
+    # Asked again, bounded, until all five coroutines are parked.
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        "$CORUN" dump "$PID" >"$TMPD/dump" || fail "workers=$w: corun dump failed"
+        [ "$(grep -c '^coroutine [0-9]* .*: parked on ' "$TMPD/dump")" = 5 ] && break
+        echo "workers=$w, dump $try: not every coroutine parked yet:"; grep '^coroutine' "$TMPD/dump"
+        sleep 0.2
+    done
     cat "$TMPD/dump"
     has() { grep -q -- "$1" "$TMPD/dump" || fail "workers=$w: the dump has no line matching '$1'"; }
     has "^corun dump of pid $PID: 5 coroutines, "
