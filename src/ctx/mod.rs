@@ -3,6 +3,7 @@
 //! it makes, resumes and recycles contexts, and reports stack overflows.
 
 pub mod coroutine;
+pub mod fork_lists;
 pub mod overflow;
 pub mod robust;
 pub mod setxid;

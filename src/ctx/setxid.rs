@@ -24,9 +24,9 @@
 //! # What is done
 //!
 //! Each worker's kernel thread notes here which descriptor glibc lists for
-//! it: its own thread pointer when it attaches, and in a forked child the
-//! forking thread's at the fork (glibc's child keeps the descriptor that
-//! forked on its list, which may be a coroutine's). Once glibc has installed
+//! it: its own thread pointer when it attaches; in a forked child the same
+//! one, which `fork_lists.rs` puts back on glibc's list in place of the
+//! forking coroutine's (or, if it cannot, the one glibc kept). Once glibc has installed
 //! its handler (at the first real `pthread_create`), `wrap_glibc_handler`
 //! puts `trampoline` in its place with the same flags: on a worker's thread
 //! whose thread pointer is not the listed one, the trampoline installs the
@@ -80,9 +80,12 @@ pub fn note_worker_thread(index: usize) {
     slot.tid.store(crate::sys::gettid(), Ordering::Release);
 }
 
-/// In a forked child, on the forking thread (its thread pointer is the
-/// descriptor glibc's fork kept on its list): worker `index` is the only
-/// one; the parent's other workers are no threads here.
+/// In a forked child, on the forking thread, before anything can make a
+/// thread: worker `index` is the only one; the parent's other workers are
+/// no threads here. glibc's fork kept the descriptor the thread pointer
+/// names on its list; if that is a coroutine's, the worker thread's own is
+/// put back in its place (`fork_lists.rs`: glibc had made its stack free)
+/// and stays the listed one.
 pub fn after_fork_child(index: usize) {
     for (i, slot) in LISTED.iter().enumerate() {
         if i != index {
@@ -90,7 +93,15 @@ pub fn after_fork_child(index: usize) {
             slot.tp.store(0, Ordering::Relaxed);
         }
     }
-    note_worker_thread(index);
+    let Some(slot) = LISTED.get(index) else {
+        return;
+    };
+    let worker = slot.tp.load(Ordering::Relaxed);
+    if super::fork_lists::relist_after_fork(super::tls::thread_pointer(), worker) {
+        slot.tid.store(crate::sys::gettid(), Ordering::Release);
+    } else {
+        note_worker_thread(index);
+    }
 }
 
 /// The thread pointer glibc lists for kernel thread `tid`, if it drives a

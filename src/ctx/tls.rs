@@ -101,6 +101,11 @@ struct Glibc {
     list: usize,
     tid: usize,
     robust_head: usize,
+    /// The thread glibc's lists were learnt on (the process's first) and
+    /// the head of its list, then; ld.so's `_rtld_global` (start, length),
+    /// where every list head lives (`fork_lists.rs`).
+    first_thread: (usize, usize),
+    rtld: (usize, usize),
     /// libc's static TLS block: offset from the thread pointer and size.
     libc_block: (isize, usize),
     /// Offset of the rseq area from the thread pointer, if glibc has one.
@@ -235,9 +240,8 @@ fn libc_tls_block() -> Option<(usize, usize)> {
 /// and `prev` point back at this pair (checked before the start of any
 /// other thread, so the main thread is alone on its list).
 fn find_thread_list(tp: usize) -> Option<usize> {
-    let rtld = lookup(c"_rtld_global")? as usize;
-    // Generous: the whole structure is 4,336 bytes in glibc 2.36.
-    let inside = |p: usize| p >= rtld && p < rtld + 16384 && p.is_multiple_of(8);
+    let (rtld, len) = rtld_global()?;
+    let inside = |p: usize| p >= rtld && p < rtld + len && p.is_multiple_of(8);
     let mut off = 0x80;
     while off < 0x400 {
         // SAFETY: the scan stays in the first KiB of the live descriptor,
@@ -255,6 +259,12 @@ fn find_thread_list(tp: usize) -> Option<usize> {
         off += 8;
     }
     None
+}
+
+/// ld.so's `_rtld_global`: its address and a generous length (the whole
+/// structure is 4,336 bytes in glibc 2.36).
+fn rtld_global() -> Option<(usize, usize)> {
+    Some((lookup(c"_rtld_global")? as usize, 16384))
 }
 
 /// Checks the running glibc against what this module writes; `Err` names
@@ -304,6 +314,8 @@ fn check_layout() -> Result<Glibc, &'static str> {
             list,
             tid,
             robust_head,
+            first_thread: (tp, word(tp, list)),
+            rtld: rtld_global().ok_or("no _rtld_global")?,
             libc_block: (block as isize - tp as isize, size),
             rseq,
             fsgsbase,
@@ -326,6 +338,19 @@ pub fn init() -> bool {
             }
         })
         .is_some()
+}
+
+/// What `fork_lists.rs` needs of glibc's thread lists, if coroutines have
+/// descriptors of their own: the offsets of the list links and of the tid
+/// in `struct pthread`, the first thread's descriptor and list head, and
+/// `_rtld_global`'s span.
+pub(super) fn thread_lists() -> Option<super::fork_lists::Layout> {
+    glibc().map(|g| super::fork_lists::Layout {
+        list: g.list,
+        tid: g.tid,
+        first_thread: g.first_thread,
+        rtld: g.rtld,
+    })
 }
 
 fn glibc() -> Option<&'static Glibc> {
