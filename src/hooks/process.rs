@@ -18,6 +18,7 @@
 use libc::pid_t;
 
 pub(crate) mod clone;
+pub(crate) mod daemon;
 pub(crate) mod popen;
 pub(crate) mod seccomp;
 pub(crate) mod system;
