@@ -4,15 +4,22 @@
 //! Name resolution reads files and may wait seconds on a DNS server, inside
 //! libc, with no fd corun could park on. In a coroutine each call runs on
 //! the blocking pool while the coroutine parks (the results are the same
-
-//! straight through.
+//! as a call made straight through).
+//!
+//! Except a call whose answer needs neither: `getaddrinfo` of a numeric
+//! host (or none) and a numeric port (or none), without AI_CANONNAME, and
+//! `getnameinfo` with NI_NUMERICHOST and NI_NUMERICSERV. glibc answers
+//! those from the arguments, asking at most the kernel (AI_ADDRCONFIG's
+//! netlink query, which the kernel answers at once), so they run inline.
+//! A proxy resolving each request's "127.0.0.1" (privoxy) paid a hand-off
+//! to a pool thread and back per request.
 //!
 //! The non-reentrant forms (`gethostbyname`, `gethostbyaddr`) return
 //! libc's static storage, valid until the next such call in the process:
 //! exactly the hazard a threaded program already has when two threads
 //! resolve at once, and no worse under corun.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void, CStr};
 
 use libc::{addrinfo, hostent, sockaddr, socklen_t};
 
@@ -55,6 +62,58 @@ fn offload<R: Send + Copy>(ptrs: Ptrs, call: impl FnOnce(Ptrs) -> R + Send) -> R
 
 extern "C" {
     fn __h_errno_location() -> *mut c_int;
+    fn inet_pton(af: c_int, src: *const c_char, dst: *mut c_void) -> c_int;
+}
+
+/// Whether `s` is a numeric IPv4 or IPv6 address as getaddrinfo reads one
+/// (no scope: "%eth0" names an interface, a lookup).
+fn numeric_host(s: &CStr) -> bool {
+    let b = s.to_bytes();
+    if b.is_empty() || b.contains(&b'%') {
+        return false;
+    }
+    let mut buf = [0u8; 16];
+    // SAFETY: `s` is NUL-terminated; `buf` holds an in6_addr (16 bytes),
+    // larger than an in_addr.
+    unsafe {
+        inet_pton(libc::AF_INET, s.as_ptr(), buf.as_mut_ptr().cast()) == 1
+            || inet_pton(libc::AF_INET6, s.as_ptr(), buf.as_mut_ptr().cast()) == 1
+    }
+}
+
+/// Whether getaddrinfo answers from its arguments alone (and the kernel):
+/// no host or a numeric one, no service or a numeric one, no canonical
+/// name asked for.
+///
+/// # Safety
+/// The caller's getaddrinfo contract: `node` and `service` NULL or
+/// NUL-terminated, `hints` NULL or readable.
+unsafe fn answered_inline(
+    node: *const c_char,
+    service: *const c_char,
+    hints: *const addrinfo,
+) -> bool {
+    // SAFETY: the caller's contract.
+    let flags = if hints.is_null() {
+        0
+    } else {
+        unsafe { (*hints).ai_flags }
+    };
+    if flags & libc::AI_CANONNAME != 0 {
+        return false;
+    }
+    // SAFETY: the caller's contract (NUL-terminated when not NULL).
+    let host_ok = node.is_null()
+        || flags & libc::AI_NUMERICHOST != 0
+        || numeric_host(unsafe { CStr::from_ptr(node) });
+    // SAFETY: as above.
+    let serv_ok = service.is_null()
+        || flags & libc::AI_NUMERICSERV != 0
+        || unsafe { CStr::from_ptr(service) }
+            .to_bytes()
+            .iter()
+            .all(u8::is_ascii_digit);
+    host_ok && serv_ok
 }
 
 #[no_mangle]
@@ -64,6 +123,11 @@ pub unsafe extern "C" fn getaddrinfo(
     hints: *const addrinfo,
     res: *mut *mut addrinfo,
 ) -> c_int {
+    // SAFETY: the caller's getaddrinfo contract.
+    if unsafe { answered_inline(node, service, hints) } {
+        // SAFETY: as above.
+        return unsafe { real::getaddrinfo(node, service, hints, res) };
+    }
     let p = Ptrs([
         node as usize,
         service as usize,
@@ -95,6 +159,12 @@ pub unsafe extern "C" fn getnameinfo(
     servlen: socklen_t,
     flags: c_int,
 ) -> c_int {
+    let numeric = libc::NI_NUMERICHOST | libc::NI_NUMERICSERV;
+    if flags & numeric == numeric {
+        // Formatting only: no file, no DNS.
+        // SAFETY: the caller's getnameinfo contract.
+        return unsafe { real::getnameinfo(sa, salen, host, hostlen, serv, servlen, flags) };
+    }
     let p = Ptrs([sa as usize, host as usize, serv as usize, 0, 0, 0]);
     offload(p, |p| {
         // SAFETY: the caller's getnameinfo contract; the caller is parked.
