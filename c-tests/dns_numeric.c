@@ -2,7 +2,8 @@
  * and services (scripts/tests/dns_numeric.sh).
  *
  *   dns_numeric numeric   only calls glibc answers from their arguments:
- *                         numeric hosts and ports, NI_NUMERICHOST|SERV
+ *                         numeric hosts and ports, getnameinfo of numeric
+ *                         parts only
  *   dns_numeric all       those, then names ("localhost", "http", a
  *                         reverse lookup, an IPv6 scope)
  *
@@ -68,6 +69,19 @@ static void reverse(char *out, size_t len)
     snprintf(out, len, "getnameinfo(127.0.0.1:22): %d %s %s", rc, rc ? "" : host, rc ? "" : serv);
 }
 
+/* getnameinfo asked for one part only, numeric (privoxy's call: the host,
+ * NI_NUMERICHOST, no service buffer). */
+static void one_part(char *out, size_t len)
+{
+    struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(8443)};
+    inet_pton(AF_INET6, "2001:db8::7", &sa.sin6_addr);
+    char host[64], serv[16];
+    int h = getnameinfo((struct sockaddr *)&sa, sizeof sa, host, sizeof host, NULL, 0, NI_NUMERICHOST);
+    int s = getnameinfo((struct sockaddr *)&sa, sizeof sa, NULL, 0, serv, sizeof serv, NI_NUMERICSERV);
+    snprintf(out, len, "getnameinfo host only: %d %s; service only: %d %s", h, h ? "" : host, s,
+             s ? "" : serv);
+}
+
 #define MAXQ 16
 static char results[4][MAXQ][1024];
 
@@ -77,6 +91,7 @@ static void *run(void *arg)
     int k = 0;
     for (size_t i = 0; i < sizeof numeric / sizeof *numeric; i++)
         describe(results[t][k++], sizeof results[t][0], &numeric[i]);
+    one_part(results[t][k++], sizeof results[t][0]);
     if (all) {
         for (size_t i = 0; i < sizeof named / sizeof *named; i++)
             describe(results[t][k++], sizeof results[t][0], &named[i]);

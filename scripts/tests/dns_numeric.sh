@@ -2,7 +2,7 @@
 # NI_NUMERICHOST|NI_NUMERICSERV, answer inline: glibc needs no file and no
 # DNS for them (src/hooks/dns.rs). Every such call went to the blocking
 # pool and back (a proxy resolving each request's "127.0.0.1", privoxy,
-# paid that hand-off per request: 52 hand-offs here). Names, service names,
+# paid that hand-off per request: 60 hand-offs here). Names, service names,
 # AI_CANONNAME and reverse lookups still go to the pool (20 hand-offs: 5
 # calls in 4 threads). Results identical to native with 1 and 2 workers
 # (c-tests/dns_numeric.c).

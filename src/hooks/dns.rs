@@ -8,7 +8,8 @@
 //!
 //! Except a call whose answer needs neither: `getaddrinfo` of a numeric
 //! host (or none) and a numeric port (or none), without AI_CANONNAME, and
-//! `getnameinfo` with NI_NUMERICHOST and NI_NUMERICSERV. glibc answers
+//! `getnameinfo` asked for a numeric host and service (NI_NUMERICHOST,
+//! NI_NUMERICSERV), or for only one of them, numeric. glibc answers
 //! those from the arguments, asking at most the kernel (AI_ADDRCONFIG's
 //! netlink query, which the kernel answers at once), so they run inline.
 //! A proxy resolving each request's "127.0.0.1" (privoxy) paid a hand-off
@@ -159,8 +160,11 @@ pub unsafe extern "C" fn getnameinfo(
     servlen: socklen_t,
     flags: c_int,
 ) -> c_int {
-    let numeric = libc::NI_NUMERICHOST | libc::NI_NUMERICSERV;
-    if flags & numeric == numeric {
+    // Each part asked for numeric, or not asked for (privoxy asks for the
+    // host alone, NI_NUMERICHOST and no service buffer, twice a request).
+    let host_numeric = host.is_null() || hostlen == 0 || flags & libc::NI_NUMERICHOST != 0;
+    let serv_numeric = serv.is_null() || servlen == 0 || flags & libc::NI_NUMERICSERV != 0;
+    if host_numeric && serv_numeric {
         // Formatting only: no file, no DNS.
         // SAFETY: the caller's getnameinfo contract.
         return unsafe { real::getnameinfo(sa, salen, host, hostlen, serv, servlen, flags) };
