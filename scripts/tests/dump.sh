@@ -5,7 +5,8 @@
 # parked coroutine's backtrace goes from the hook (read) to the program's
 # function that called it (reader, main, locker); the
 # dump file is 0600 and removed after; the program goes on and ends as
-# natively. Without CORUN_DUMP_SIGNAL, corun dump says so.
+# natively; started by its bare name from $PATH, its functions are still
+# named. Without CORUN_DUMP_SIGNAL, corun dump says so.
 source "$(dirname "$0")/../lib.sh"
 CORUN="$ROOT/scripts/corun"
 printf 'ready\nevery thread finished\n' >"$TMPD/want"
@@ -74,6 +75,24 @@ for w in 1 default; do
     finish_program $w
     ok "workers=$w: the dump names each wait; the program then ended as natively"
 done
+
+# Started by its bare name, found on $PATH, from another directory (as
+# one starts an installed server): glibc's dladdr names the main program
+# by argv[0], "parked_threads", which is no path; the program's own
+# functions were "parked_threads+0x16d0" in the dump. Now named.
+rm -f "$TMPD/fifo"; mkfifo "$TMPD/fifo"
+(cd / && PATH="$BIN:$PATH" CORUN_WORKERS=1 CORUN_DUMP_SIGNAL=USR2 LD_PRELOAD="$LIB" \
+    exec parked_threads dump <"$TMPD/fifo" >"$TMPD/out" 2>"$TMPD/err") &
+PID=$!
+exec 7>"$TMPD/fifo"
+for _ in $(seq 1 200); do grep -q ready "$TMPD/out" && break; sleep 0.05; done
+"$CORUN" dump "$PID" >"$TMPD/dump" || fail "by bare name: corun dump failed"
+w="by bare name"
+has() { grep -q -- "$1" "$TMPD/dump" || fail "$w: the dump has no line matching '$1': $(grep '^coroutine' "$TMPD/dump")"; }
+has '^coroutine [0-9]* "reader" (started at reader), '
+has '^coroutine [0-9]* "locker" (started at locker), '
+finish_program "by bare name"
+ok "a program started by its bare name from \$PATH: its functions are named in the dump"
 
 # No CORUN_DUMP_SIGNAL: corun dump refuses, and the program is untouched.
 rm -f "$TMPD/fifo"; mkfifo "$TMPD/fifo"

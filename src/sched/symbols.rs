@@ -43,8 +43,12 @@ fn dl(addr: usize) -> Option<(String, usize, Option<String>, usize)> {
         (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     };
     let mut object = cstr(info.dli_fname).unwrap_or_default();
-    if object.is_empty() {
-        // The main program: its path as the kernel knows it.
+    if object.is_empty() || info.dli_fbase as usize == main_program_start() {
+        // The main program: its path as the kernel knows it. glibc's
+        // dladdr names it by argv[0], which is no path when the program
+        // was found on $PATH ("privoxy") or started from another
+        // directory: its symbols were never read, and its functions had
+        // no names in stall reports and dumps.
         object = std::fs::read_link("/proc/self/exe")
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default();
@@ -55,6 +59,36 @@ fn dl(addr: usize) -> Option<(String, usize, Option<String>, usize)> {
         cstr(info.dli_sname),
         info.dli_saddr as usize,
     ))
+}
+
+/// Where the main program's first loaded segment starts (what `dladdr`
+/// gives as its `dli_fbase`); 0 if unknown.
+fn main_program_start() -> usize {
+    static START: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *START.get_or_init(|| {
+        unsafe extern "C" fn first(
+            info: *mut libc::dl_phdr_info,
+            _size: usize,
+            out: *mut c_void,
+        ) -> c_int {
+            // SAFETY: the loader passes a valid info whose program headers
+            // it keeps; `out` is the usize below. The first object is the
+            // main program.
+            unsafe {
+                let info = &*info;
+                let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
+                if let Some(load) = phdrs.iter().find(|p| p.p_type == libc::PT_LOAD) {
+                    *out.cast::<usize>() =
+                        info.dlpi_addr as usize + (load.p_vaddr as usize & !0xfff);
+                }
+            }
+            1
+        }
+        let mut start = 0usize;
+        // SAFETY: `first` only reads what the loader passes and writes `start`.
+        unsafe { libc::dl_iterate_phdr(Some(first), (&mut start as *mut usize).cast()) };
+        start
+    })
 }
 
 /// The object file holding `addr` and `addr`'s offset in it.
