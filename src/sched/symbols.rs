@@ -43,15 +43,14 @@ fn dl(addr: usize) -> Option<(String, usize, Option<String>, usize)> {
         (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     };
     let mut object = cstr(info.dli_fname).unwrap_or_default();
-    if object.is_empty() || info.dli_fbase as usize == main_program_start() {
+    let (main_base, main_path) = main_program();
+    if object.is_empty() || info.dli_fbase as usize == *main_base {
         // The main program: its path as the kernel knows it. glibc's
         // dladdr names it by argv[0], which is no path when the program
         // was found on $PATH ("privoxy") or started from another
         // directory: its symbols were never read, and its functions had
         // no names in stall reports and dumps.
-        object = std::fs::read_link("/proc/self/exe")
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        object = main_path.clone();
     }
     Some((
         object,
@@ -61,33 +60,23 @@ fn dl(addr: usize) -> Option<(String, usize, Option<String>, usize)> {
     ))
 }
 
-/// Where the main program's first loaded segment starts (what `dladdr`
-/// gives as its `dli_fbase`); 0 if unknown.
-fn main_program_start() -> usize {
-    static START: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *START.get_or_init(|| {
-        unsafe extern "C" fn first(
-            info: *mut libc::dl_phdr_info,
-            _size: usize,
-            out: *mut c_void,
-        ) -> c_int {
-            // SAFETY: the loader passes a valid info whose program headers
-            // it keeps; `out` is the usize below. The first object is the
-            // main program.
-            unsafe {
-                let info = &*info;
-                let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
-                if let Some(load) = phdrs.iter().find(|p| p.p_type == libc::PT_LOAD) {
-                    *out.cast::<usize>() =
-                        info.dlpi_addr as usize + (load.p_vaddr as usize & !0xfff);
-                }
-            }
-            1
-        }
-        let mut start = 0usize;
-        // SAFETY: `first` only reads what the loader passes and writes `start`.
-        unsafe { libc::dl_iterate_phdr(Some(first), (&mut start as *mut usize).cast()) };
-        start
+/// The main program: where it is loaded (the `dli_fbase` of its entry
+/// point, as `dladdr` gives it for each of its addresses) and its path as
+/// the kernel knows it (/proc/self/exe). Found once.
+fn main_program() -> &'static (usize, String) {
+    static MAIN: std::sync::OnceLock<(usize, String)> = std::sync::OnceLock::new();
+    MAIN.get_or_init(|| {
+        // SAFETY: getauxval reads the auxiliary vector.
+        let entry = unsafe { libc::getauxval(libc::AT_ENTRY) } as usize;
+        // SAFETY: a zeroed Dl_info is a valid out-buffer; dladdr only reads
+        // the loader's tables.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let found = entry != 0 && unsafe { libc::dladdr(entry as *const c_void, &mut info) } != 0;
+        let path = std::fs::read_link("/proc/self/exe")
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        (if found { info.dli_fbase as usize } else { 0 }, path)
     })
 }
 
