@@ -17,6 +17,10 @@
  *                             idle second thread, so under corun it is not
  *                             the process's only coroutine and its waits
  *                             park rather than block)
+ *   exec ITERS TRIALS [LIB]   posix_spawn + waitpid of /bin/true, one at a
+ *                             time: a process's start and end. With LIB,
+ *                             the child runs with LD_PRELOAD=LIB (this
+ *                             parent stays native): corun's cost per process
  *   sleepers N MS TRIALS      N kernel threads started at once, each
  *                             nanosleep()s MS ms; wall time from the first
  *                             create to the last join (if creation fails for
@@ -34,6 +38,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
@@ -313,10 +318,37 @@ static double pshared_cond_trial(void)
     return ns;
 }
 
+/* ---- exec ---- */
+static const char *exec_preload; /* NULL: the child runs natively */
+
+static double exec_trial(void)
+{
+    char pre[4096];
+    char *envp[2] = {NULL, NULL};
+    if (exec_preload) {
+        snprintf(pre, sizeof pre, "LD_PRELOAD=%s", exec_preload);
+        envp[0] = pre;
+    }
+    char *argv[] = {"/bin/true", NULL};
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        pid_t pid;
+        int e = posix_spawn(&pid, argv[0], NULL, NULL, argv, envp);
+        if (e)
+            die("posix_spawn /bin/true", e);
+        int st;
+        if (waitpid(pid, &st, 0) != pid)
+            die("waitpid", errno);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            die("/bin/true did not exit 0", EINVAL);
+    }
+    return (double)(now_ns() - t0) / (double)iters;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s swapcontext|pthread|thread_yield|pshared_cond ITERS TRIALS | eventfd ITERS TRIALS CPU | sleepers N MS TRIALS\n",
+        fprintf(stderr, "usage: %s swapcontext|pthread|thread_yield|pshared_cond ITERS TRIALS | eventfd ITERS TRIALS CPU | exec ITERS TRIALS [LIB] | sleepers N MS TRIALS\n",
                 argv[0]);
         return 2;
     }
@@ -351,6 +383,10 @@ int main(int argc, char **argv)
         trial = thread_yield_trial;
     else if (strcmp(t, "pshared_cond") == 0)
         trial = pshared_cond_trial;
+    else if (strcmp(t, "exec") == 0) {
+        trial = exec_trial;
+        exec_preload = argc > 4 ? argv[4] : NULL;
+    }
     else if (strcmp(t, "eventfd") == 0 && argc > 4) {
         trial = eventfd_trial;
         pin_cpu = atoi(argv[4]);

@@ -153,8 +153,8 @@ micro() {
 }
 co() { env LD_PRELOAD="$LIB" "$@"; }
 : >"$RAW/micro.tsv"
-YI=2000000; EI=100000; SI=100000; PI=20000; TR=5
-[ "$QUICK" = 1 ] && { YI=200000; EI=20000; SI=20000; PI=2000; TR=3; }
+YI=2000000; EI=100000; SI=100000; PI=20000; XI=500; TR=5
+[ "$QUICK" = 1 ] && { YI=200000; EI=20000; SI=20000; PI=2000; XI=100; TR=3; }
 if part micro; then
 micro pingpong_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/co_bench_micro" pingpong $YI $TR
 micro yield_alone co "$BIN/co_bench_micro" yield $YI $TR
@@ -214,6 +214,10 @@ PC=5000; [ "$QUICK" = 1 ] && PC=1000
 micro eventfd_threads_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/bench_baselines" eventfd $((EI / 4)) $TR -1
 micro pshared_cond "$BIN/bench_baselines" pshared_cond $PC $TR
 micro pshared_cond_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/bench_baselines" pshared_cond $PC $TR
+# A process's start and end, natively and with the child under corun (the
+# parent stays native): what a build or a shell script pays per command.
+micro exec_native "$BIN/bench_baselines" exec $XI $TR
+micro exec_corun "$BIN/bench_baselines" exec $XI $TR "$LIB"
 fi
 
 # ---------------------------------------------------------------- 2. memory

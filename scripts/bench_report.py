@@ -368,6 +368,8 @@ rows = [
     ("eventfd_threads_w1", "corun: two pthreads ping-ponging over eventfds (every read parks), 1 worker"),
     ("pshared_cond", "baseline: a turn handed between two processes (process-shared mutex + condition variable), round trip"),
     ("pshared_cond_w1", "corun: the same, the parent under corun with 1 worker (its waits on a blocking-pool helper)"),
+    ("exec_native", "baseline: posix_spawn + waitpid of /bin/true, natively (a process's start and end)"),
+    ("exec_corun", "corun: the same, the child under corun (LD_PRELOAD; the parent native)"),
 ]
 for key, label in rows:
     if key in micro:
@@ -391,6 +393,10 @@ a(f"- eventfd ping-pong, native threads vs two pthreads parking under corun (1 w
   f"{fr(ratio(m('eventfd_unpinned'), m('eventfd_threads_w1')), 2)}")
 a(f"- process-shared condition variable turn, natively vs under corun (1 worker): "
   f"{fr(ratio(m('pshared_cond'), m('pshared_cond_w1')), 2)}")
+xn, xc = m("exec_native"), m("exec_corun")
+if None not in (xn, xc):
+    a(f"- a process's start and end (/bin/true), natively / under corun: {fr(ratio(xn, xc), 2)} "
+      f"(corun adds {(xc - xn) / 1000:.0f} us a process)")
 a("")
 
 a("## 2. Memory per idle connection")

@@ -63,6 +63,8 @@ use libc::pthread_t;
 use crate::sched::identity::{cancel, UnwindException};
 use crate::sched::{self, current, Running, Task};
 
+use super::unwind_link;
+
 mod next {
     use libc::{c_int, c_void, pthread_t};
     crate::sys::real::real_fns! {
@@ -77,15 +79,6 @@ mod next {
         fn __pthread_unwind_next(buf: *mut c_void) -> ();
         fn _longjmp(env: *mut c_void, val: c_int) -> ();
     }
-}
-
-type StopFn =
-    extern "C" fn(c_int, c_int, u64, *mut UnwindException, *mut c_void, *mut c_void) -> c_int;
-
-extern "C" {
-    // libgcc_s (linked by Rust std on linux-gnu).
-    fn _Unwind_ForcedUnwind(exc: *mut UnwindException, stop: StopFn, param: *mut c_void) -> c_int;
-    fn _Unwind_GetCFA(ctx: *mut c_void) -> usize;
 }
 
 const UA_END_OF_STACK: c_int = 16;
@@ -146,7 +139,7 @@ fn unwind_from(t: Running, buf: usize) -> ! {
     unsafe { exc.write(UnwindException::default()) };
     // SAFETY: a valid exception object and stop function; the unwind walks
     // this coroutine's stack only (the stop function ends at its entry).
-    unsafe { _Unwind_ForcedUnwind(exc, stop, std::ptr::null_mut()) };
+    unsafe { (unwind_link::unwinder().forced_unwind)(exc, stop, std::ptr::null_mut()) };
     // No unwind information to go further: end here.
     end_thread(t)
 }
@@ -167,7 +160,7 @@ extern "C" fn stop(
     let cfa = if end {
         usize::MAX
     } else {
-        unsafe { _Unwind_GetCFA(ctx) }
+        unsafe { (unwind_link::unwinder().get_cfa)(ctx) }
     };
     let buf = t.ident.cleanup.get();
     if buf != 0 && cfa >= jmpbuf_sp(buf) {
@@ -211,6 +204,9 @@ pub unsafe extern "C" fn pthread_cancel(th: pthread_t) -> c_int {
         // SAFETY: a real thread: the caller's contract.
         return unsafe { next::pthread_cancel(th) };
     };
+    // The target may act in its preemption handler: the unwinder is
+    // opened here, in normal context.
+    unwind_link::prepare();
     let prev = task
         .ident
         .cancel
@@ -263,7 +259,10 @@ pub unsafe extern "C" fn pthread_setcanceltype(kind: c_int, old: *mut c_int) -> 
     };
     let prev = match kind {
         PTHREAD_CANCEL_DEFERRED => t.ident.cancel.fetch_and(!cancel::ASYNC, Ordering::AcqRel),
-        PTHREAD_CANCEL_ASYNCHRONOUS => t.ident.cancel.fetch_or(cancel::ASYNC, Ordering::AcqRel),
+        PTHREAD_CANCEL_ASYNCHRONOUS => {
+            unwind_link::prepare();
+            t.ident.cancel.fetch_or(cancel::ASYNC, Ordering::AcqRel)
+        }
         _ => return libc::EINVAL,
     };
     if !old.is_null() {

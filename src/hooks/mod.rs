@@ -141,6 +141,7 @@ pub mod stdio_write;
 #[cfg(target_arch = "x86_64")]
 pub mod syscall;
 mod tty_read;
+mod unwind_link;
 mod variadic;
 
 mod fd_mode;

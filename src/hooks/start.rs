@@ -98,11 +98,7 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
     } else {
         cfg.preempt_ms
     };
-    if !sched::preempt::configure(slice_ms) {
-        raw_stderr(
-            b"corun: this CPU's register state does not fit a preemption frame: preemption off\n",
-        );
-    }
+    sched::preempt::configure(slice_ms);
     super::sigpreempt::install();
     if let Err(e) = sched::start(cfg) {
         raw_stderr(format!("corun: cannot start the runtime: {e}\n").as_bytes());

@@ -136,15 +136,10 @@ pub(super) fn async_cancel_due(id: u64) -> bool {
             .is_some_and(|t| t.ident.cancel_async() && t.ident.cancel_due())
 }
 
-/// Turns preemption on with a slice of `ms` (0: off). False if this CPU
-/// cannot have it (the register save area would not fit).
-pub fn configure(ms: u64) -> bool {
-    if ms == 0 || !super::preempt_asm::init() {
-        SLICE_NS.store(0, Ordering::Relaxed);
-        return ms == 0;
-    }
+/// Turns preemption on with a slice of `ms` (0: off). Whether this CPU
+/// can have it is known at the first redirect (`preempt_asm::ensure_ready`).
+pub fn configure(ms: u64) {
     SLICE_NS.store(ms * 1_000_000, Ordering::Relaxed);
-    true
 }
 
 /// Whether preemption is on (the hooks keep `SIGNAL` for corun then).
@@ -391,12 +386,27 @@ fn redirect(uc: *mut c_void, lo: usize, top: usize, start: usize) -> Result<(), 
         return Err(Refusal::StackRoom);
     }
     super::preempt_safe::is_safe_point(&dwarf_registers(g), top, start)?;
+    if !super::preempt_asm::ensure_ready() {
+        cannot_save_registers();
+        return Err(Refusal::NotNow);
+    }
     // The kernel's signal frame lies below the red zone: the trampoline
     // makes its return address slot itself, from this thread's TLS word.
     super::preempt_asm::set_return_pc(pc);
     g[libc::REG_RSP as usize] = (sp - 128) as i64;
     g[libc::REG_RIP as usize] = super::preempt_asm::entry() as i64;
     Ok(())
+}
+
+/// This CPU's register state does not fit the trampoline's frame:
+/// preemption goes off, said once. Async-signal-safe.
+#[cold]
+fn cannot_save_registers() {
+    if SLICE_NS.swap(0, Ordering::Relaxed) != 0 {
+        crate::sys::raw_stderr(
+            b"corun: this CPU's register state does not fit a preemption frame: preemption off\n",
+        );
+    }
 }
 
 /// The interrupted registers by DWARF number (x86_64 psABI: rax, rdx,

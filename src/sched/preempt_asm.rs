@@ -37,10 +37,17 @@
 //! backtrace (or `pthread_exit` from a handler run at the preemption)
 //! walks through it into the interrupted code.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// Bytes of the XSAVE area (0: use FXSAVE). Read by the trampoline.
 static XSAVE_SIZE: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether `XSAVE_SIZE` was read (`ensure_ready`): not yet, the trampoline
+/// can be used, or it cannot (the area would not fit).
+static READY: AtomicU8 = AtomicU8::new(UNREAD);
+const UNREAD: u8 = 0;
+const USABLE: u8 = 1;
+const UNUSABLE: u8 = 2;
 
 /// Stack the trampoline needs below the red zone, at most (registers,
 /// the largest save area, alignment, and the frames of the yield).
@@ -240,10 +247,32 @@ pub fn set_return_pc(pc: usize) {
     };
 }
 
+/// Whether the trampoline can be entered: on the first call, reads which
+/// save instruction the CPU and OS allow and how large an area XSAVE
+/// needs; false when the area would not fit the stack budget.
+///
+/// Read when the first redirect is about to be made, not when the process
+/// starts: on a virtual machine each `cpuid` traps to the hypervisor (13 us
+/// on this one), and most processes (a compiler, a shell command) never
+/// preempt. Async-signal-safe (two instructions and atomics): it runs in
+/// the handler that redirects; two threads that race both read the same
+/// values and store the same answer.
+pub fn ensure_ready() -> bool {
+    match READY.load(Ordering::Acquire) {
+        USABLE => true,
+        UNUSABLE => false,
+        _ => {
+            let ok = read_save_area();
+            READY.store(if ok { USABLE } else { UNUSABLE }, Ordering::Release);
+            ok
+        }
+    }
+}
+
 /// Reads which save instruction the CPU and OS allow, and how large an
 /// area XSAVE needs. False when the area would not fit the stack budget.
 #[cfg(target_arch = "x86_64")]
-pub fn init() -> bool {
+fn read_save_area() -> bool {
     use std::arch::x86_64::{__cpuid, __cpuid_count};
     // CPUID exists on every x86_64 CPU; leaf 1 always.
     let l1 = __cpuid(1);
@@ -264,7 +293,7 @@ pub fn init() -> bool {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-pub fn init() -> bool {
+fn read_save_area() -> bool {
     false
 }
 
