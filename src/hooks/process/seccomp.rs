@@ -1,3 +1,5 @@
+//! `prctl` (PR_SET_NAME and PR_GET_NAME: `hooks/pthread/name.rs`).
+//!
 //! `prctl(PR_SET_SECCOMP)` and `syscall(SYS_seccomp)` (the `syscall` hook
 //! hands that number over): before the program's filter is installed,
 //! corun stands aside for good (`sched::confined`, docs/ARCHITECTURE.md
@@ -40,6 +42,10 @@ pub unsafe extern "C" fn prctl(
 ) -> c_int {
     if option == libc::PR_SET_SECCOMP {
         before_filter(true);
+    }
+    // SAFETY: the caller's prctl contract for these options.
+    if let Some(r) = unsafe { crate::hooks::pthread::prctl_name(option, a2) } {
+        return r;
     }
     // SAFETY: the caller's prctl contract.
     unsafe { next::prctl(option, a2, a3, a4, a5) }

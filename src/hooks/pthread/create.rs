@@ -370,6 +370,7 @@ pub(crate) fn after_fork_child() {
         s.unlock_after_fork(|| None);
     }
     affinity::apply_in_child();
+    name::apply_in_child();
 }
 
 /// The coroutine thread behind a handle, if it is one and still exists.

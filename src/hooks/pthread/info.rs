@@ -1,53 +1,7 @@
-//! Everything else that takes a `pthread_t`: names, attributes,
+//! Everything else that takes a `pthread_t`: attributes,
 //! affinity, scheduling, `pthread_kill`, `pthread_sigqueue`, `raise`.
 
 use super::*;
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_setname_np(t: pthread_t, name: *const c_char) -> c_int {
-    let Some(id) = decode(t) else {
-        // SAFETY: the caller's contract.
-        return unsafe { real::pthread_setname_np(t, name) };
-    };
-    if name.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: a NUL-terminated string by the caller's contract.
-    let s = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
-    if s.len() >= NAME_LEN {
-        return libc::ERANGE;
-    }
-    let Some(rec) = rec_of(id) else {
-        return libc::ESRCH;
-    };
-    let mut n = lock(&rec.name);
-    n.fill(0);
-    n[..s.len()].copy_from_slice(s);
-    drop(n);
-    // The debugger's copy (`sched/debugreg.rs`: gdb reads no Rust layout).
-    if let Some(t) = crate::sched::sigdispatch::find_id(id) {
-        t.debug.set_name(s);
-    }
-    0
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn pthread_getname_np(t: pthread_t, buf: *mut c_char, len: size_t) -> c_int {
-    let Some(id) = decode(t) else {
-        // SAFETY: the caller's contract.
-        return unsafe { real::pthread_getname_np(t, buf, len) };
-    };
-    if len < NAME_LEN {
-        return libc::ERANGE;
-    }
-    let Some(rec) = rec_of(id) else {
-        return libc::ESRCH;
-    };
-    let n = *lock(&rec.name);
-    // SAFETY: `buf` has room for `len` >= 16 bytes (caller's contract).
-    unsafe { std::ptr::copy_nonoverlapping(n.as_ptr(), buf as *mut u8, NAME_LEN) };
-    0
-}
 
 /// The coroutine behind `id` exists (and has not finished its work).
 pub(super) fn alive(id: u64) -> Option<TaskRef> {

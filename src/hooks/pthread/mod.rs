@@ -3,8 +3,8 @@
 //! that takes a `pthread_t`.
 //!
 //! Files: `create.rs` (create, exit, self), `join.rs` (join, detach),
-//! `keys.rs` (thread-specific data), `info.rs` (names, attributes,
-//! scheduling, kill), `affinity.rs` (a thread's CPU mask, kept), `tid.rs`
+//! `keys.rs` (thread-specific data), `name.rs` (names, also the
+//! kernel's), `info.rs` (attributes, scheduling, kill), `affinity.rs` (a thread's CPU mask, kept), `tid.rs`
 //! (a thread's own tid, and the calls that take one); this file holds the
 //! thread table they share.
 //!
@@ -326,6 +326,7 @@ pub(crate) mod foreign;
 mod info;
 mod join;
 mod keys;
+mod name;
 mod sched_attr;
 mod tid;
 pub(crate) use sched_attr::sched_attr_call;
@@ -335,3 +336,4 @@ pub(crate) use create::*;
 pub(crate) use info::*;
 pub(crate) use join::*;
 pub(crate) use keys::*;
+pub(crate) use name::*;
