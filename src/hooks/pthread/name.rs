@@ -55,27 +55,22 @@ fn set_kernel_name_here(s: &[u8]) -> c_int {
 
 /// Gives the process's first thread (tid = pid), where `main` runs, the
 /// kernel name `s` (at most 15 bytes): on that thread with `prctl`, from
-/// another through its `comm` file, as glibc names another thread.
+/// another through /proc/self/comm (the thread-group leader's, as glibc
+/// names another thread through its comm file).
 fn set_main_kernel_name(s: &[u8]) -> c_int {
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
     MAIN_RENAMED.store(true, Ordering::Relaxed);
-    if crate::sys::gettid() == pid {
+    // SAFETY: getpid has no preconditions.
+    if crate::sys::gettid() == unsafe { libc::getpid() } {
         return set_kernel_name_here(s);
     }
-    let mut path = [0u8; 48];
-    let mut w = &mut path[..];
-    if std::io::Write::write_fmt(&mut w, format_args!("/proc/self/task/{pid}/comm\0")).is_err() {
-        return libc::ENAMETOOLONG;
-    }
-    // SAFETY: raw openat/write/close on a NUL-terminated local path and
-    // the caller's bytes.
+    // SAFETY: raw openat/write/close on a path literal and the caller's
+    // bytes.
     unsafe {
         use crate::sys::real::syscall;
         let fd = syscall!(
             libc::SYS_openat,
             libc::AT_FDCWD,
-            path.as_ptr(),
+            c"/proc/self/comm".as_ptr(),
             libc::O_WRONLY | libc::O_CLOEXEC
         );
         if fd < 0 {
@@ -87,6 +82,23 @@ fn set_main_kernel_name(s: &[u8]) -> c_int {
         if n < 0 {
             return e;
         }
+    }
+    0
+}
+
+/// Names coroutine thread `id` `s` (at most 15 bytes): its record, the
+/// debugger's copy (`sched/debugreg.rs`: gdb reads no Rust layout) and,
+/// for `main`, the kernel's. 0 or an errno value.
+fn set_name(id: u64, rec: &ThreadRec, s: &[u8]) -> c_int {
+    if id == MAIN_ID {
+        let e = set_main_kernel_name(s);
+        if e != 0 {
+            return e;
+        }
+    }
+    store(rec, s);
+    if let Some(t) = crate::sched::sigdispatch::find_id(id) {
+        t.debug.set_name(s);
     }
     0
 }
@@ -108,18 +120,7 @@ pub unsafe extern "C" fn pthread_setname_np(t: pthread_t, name: *const c_char) -
     let Some(rec) = rec_of(id) else {
         return libc::ESRCH;
     };
-    if id == MAIN_ID {
-        let e = set_main_kernel_name(s);
-        if e != 0 {
-            return e;
-        }
-    }
-    store(&rec, s);
-    // The debugger's copy (`sched/debugreg.rs`: gdb reads no Rust layout).
-    if let Some(t) = crate::sched::sigdispatch::find_id(id) {
-        t.debug.set_name(s);
-    }
-    0
+    set_name(id, &rec, s)
 }
 
 #[no_mangle]
@@ -179,18 +180,10 @@ pub(crate) unsafe fn prctl_name(option: c_int, arg: c_ulong) -> Option<c_int> {
             break;
         }
     }
-    let s = bytes(&s);
-    if t.id == MAIN_ID {
-        let e = set_main_kernel_name(s);
-        if e != 0 {
-            return Some(super::tid::fail(e));
-        }
+    match set_name(t.id, &rec, bytes(&s)) {
+        0 => Some(0),
+        e => Some(super::tid::fail(e)),
     }
-    store(&rec, s);
-    if let Some(t) = crate::sched::sigdispatch::find_id(t.id) {
-        t.debug.set_name(s);
-    }
-    Some(0)
 }
 
 /// In a forked child: its only thread takes the name of the thread that
