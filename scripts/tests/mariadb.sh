@@ -2,7 +2,7 @@
 # configuration (InnoDB on io_uring, a thread per connection, C++
 # thread_local, futexes through syscall(2)), natively and then under corun
 # (default workers), each on a fresh datadir: it must start, serve
-# sysbench oltp_read_write (64 threads, 30 s, 4 tables of 10,000 rows) with
+# sysbench oltp_read_write (64 threads, 12 s, 4 tables of 10,000 rows) with
 # no failed run and some transactions, and shut down cleanly with
 # mariadb-admin. Under corun sysbench's ignored errors (deadlocks, lock
 # wait timeouts) may be at most max(10, 50 %) more than natively: they
@@ -10,7 +10,7 @@
 # See scripts/mariadb_sysbench.sh for each run's steps and bounds.
 source "$(dirname "$0")/../lib.sh"
 "$ROOT/scripts/deps.sh" # mariadb-server, sysbench
-export MARIADB_THREADS=64 MARIADB_TIME=30 MARIADB_TABLES=4 MARIADB_TABLE_SIZE=10000
+export MARIADB_THREADS=64 MARIADB_TIME=12 MARIADB_TABLES=4 MARIADB_TABLE_SIZE=10000
 logs="$ROOT/target/test-logs/mariadb"
 rm -rf "$logs"
 mkdir -p "$logs"
