@@ -25,6 +25,7 @@
 use std::ffi::{c_int, c_void};
 
 pub mod altstack;
+pub mod sigsetjmp;
 use std::sync::atomic::Ordering;
 
 use libc::{sigaction as SigAction, sighandler_t};
@@ -285,15 +286,17 @@ pub unsafe extern "C" fn sysv_signal(sig: c_int, h: sighandler_t) -> sighandler_
 const JB_MASK_WAS_SAVED: usize = 64;
 #[cfg(target_arch = "aarch64")]
 const JB_MASK_WAS_SAVED: usize = 176;
-const JB_SAVED_MASK: usize = JB_MASK_WAS_SAVED + 8;
+const JB_SAVED_MASK: usize = sigsetjmp::JB_SAVED_MASK;
 
-/// Before a long jump. Leaving a handler that ran as a coroutine's: the
-/// coroutine's mask becomes the one before the outermost handler when the
-/// jump restores a mask (`sigsetjmp(env, 1)`; the mask saved in `env` is
-/// the worker's kernel mask, not the coroutine's), else the handler's mask
-/// stays, as natively. Either way the worker's kernel mask must be the
-/// workers' mask after the jump: it goes into `env` for glibc to restore,
-/// or is set here.
+/// Before a long jump. When the jump restores a mask (`sigsetjmp(env,
+/// 1)`; the mask glibc saved in `env` is the worker's kernel mask, not the
+/// coroutine's), the coroutine's mask becomes the one `__sigsetjmp` stored
+/// beside it (`sigaction/sigsetjmp.rs`), as natively: a signal that
+/// unblocks is delivered before the jump; leaving a handler, the mask
+/// before the outermost handler if none was stored. Leaving a handler
+/// without a mask restored, the handler's mask stays, as natively. Either
+/// way the worker's kernel mask must be the workers' mask after the jump:
+/// it goes into `env` for glibc to restore, or is set here.
 ///
 /// # Safety
 /// `env` is a `jmp_buf` the program filled with setjmp/sigsetjmp.
@@ -310,13 +313,22 @@ unsafe fn before_jump(env: *mut c_void, restores_mask: bool) {
     let saved = restores_mask
         && !env.is_null()
         && unsafe { *((env as *const u8).add(JB_MASK_WAS_SAVED) as *const c_int) } != 0;
+    // SAFETY: as above; with a mask saved, a sigjmp_buf.
+    let stored = if saved {
+        unsafe { sigsetjmp::stored(env as *const u8) }
+    } else {
+        None
+    };
     if leaving {
         let m = if saved {
-            s.outer_mask.load(Ordering::Relaxed)
+            stored.unwrap_or_else(|| s.outer_mask.load(Ordering::Relaxed))
         } else {
             t.ident.sigmask.load(Ordering::SeqCst)
         };
         signals::set_mask(&t, m);
+    } else if let Some(m) = stored.filter(|_| !crate::sched::confined::is()) {
+        // As sigprocmask(SIG_SETMASK): what it unblocks runs now.
+        let _ = crate::hooks::sigmask::change(&t, libc::SIG_SETMASK, Some(m));
     }
     if saved {
         // SAFETY: as above; the saved mask's first word is the kernel's.

@@ -114,6 +114,29 @@ pub unsafe extern "C" fn pthread_sigmask(
     }
 }
 
+/// The program's `syscall(SYS_rt_sigprocmask, how, set, old, size)` in a
+/// coroutine: the hook's call, with the kernel's size check (the kernel's
+/// 8 bytes); None elsewhere (the real system call).
+pub(crate) fn raw_call(
+    how: c_int,
+    set: *const sigset_t,
+    old: *mut sigset_t,
+    size: usize,
+) -> Option<libc::c_long> {
+    current()?;
+    let r = if size != 8 {
+        libc::EINVAL
+    } else {
+        // SAFETY: the caller's pointers, NULL or as the kernel takes them.
+        unsafe { pthread_sigmask(how, set, old) }
+    };
+    if r == 0 {
+        return Some(0);
+    }
+    set_errno(r);
+    Some(-1)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn sigprocmask(
     how: c_int,

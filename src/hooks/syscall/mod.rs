@@ -165,6 +165,8 @@ pub unsafe extern "C" fn syscall(
         "je 4f",
         "cmp rdi, {fork}",
         "je 4f",
+        "cmp rdi, {sigprocmask}",
+        "je 4f",
         "cmp rdi, {seccomp}",
         "je 4f",
         // A clone with CLONE_VM makes a thread (or a vfork-like child on
@@ -212,6 +214,7 @@ pub unsafe extern "C" fn syscall(
         setattr = const libc::SYS_sched_setattr,
         getattr = const libc::SYS_sched_getattr,
         fork = const libc::SYS_fork,
+        sigprocmask = const libc::SYS_rt_sigprocmask,
         seccomp = const libc::SYS_seccomp,
         clone = const libc::SYS_clone,
         clone3 = const libc::SYS_clone3,
@@ -300,6 +303,11 @@ unsafe extern "C" fn syscall_hook(
         }
     } else if n == SYS_FUTEX_WAITV && in_coroutine() {
         return waitv(a1, a2 as c_uint, a3 as c_uint, a4, a5 as libc::clockid_t);
+    } else if n == libc::SYS_rt_sigprocmask {
+        if let Some(r) = crate::hooks::sigmask::raw_call(a1 as c_int, a2 as _, a3 as _, a4 as usize)
+        {
+            return r;
+        }
     } else if let Some(r) = thread_id_call(n, [a1, a2, a3, a4]) {
         return r;
     } else if process::NUMBERS.contains(&n) {
