@@ -3,7 +3,9 @@
 // a thread, a jump back after blocking SIGUSR1 unblocks it, one after
 // unblocking it blocks it again, and a SIGUSR1 sent while blocked is
 // delivered by the jump that unblocks it, before the jump lands. With
-// sigsetjmp(env, 0) the mask stays as it was at the jump.
+// sigsetjmp(env, 0) the mask stays as it was at the jump. The BSD setjmp
+// symbol (`(setjmp)(env)`, not the <setjmp.h> macro, which is _setjmp)
+// saves the mask too, in an env an earlier sigsetjmp(env, 1) filled.
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -50,6 +52,16 @@ static void run(const char *w) {
         siglongjmp(env, 1);
     }
     printf("%s: after siglongjmp, no mask saved: blocked %d\n", w, blocked());
+    one(SIG_UNBLOCK);
+    jmp_buf bsd;
+    if (sigsetjmp(bsd, 1) == 0) {
+        one(SIG_BLOCK); /* the mask this first save keeps: unblocked */
+        if ((setjmp)(bsd) == 0) {
+            one(SIG_UNBLOCK);
+            longjmp(bsd, 1);
+        }
+        printf("%s: after the BSD setjmp's longjmp blocked %d\n", w, blocked());
+    }
     one(SIG_UNBLOCK);
 }
 

@@ -34,7 +34,7 @@ pub unsafe fn stored(env: *const u8) -> Option<u64> {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub use imp::__sigsetjmp;
+pub use imp::{__sigsetjmp, setjmp};
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
@@ -98,5 +98,15 @@ mod imp {
             real = sym REAL,
             prepare = sym prepare,
         )
+    }
+
+    /// The `setjmp` symbol (BSD: it saves the mask; the `setjmp` macro of
+    /// <setjmp.h> is `_setjmp`, which does not): glibc's tail-calls its
+    /// `__sigsetjmp` inside libc, past the hook above, and would leave the
+    /// words an earlier `sigsetjmp` stored in the buffer for the jump.
+    #[unsafe(naked)]
+    #[no_mangle]
+    pub unsafe extern "C" fn setjmp(env: *mut c_void) -> i32 {
+        core::arch::naked_asm!("mov esi, 1", "jmp {sigsetjmp}", sigsetjmp = sym __sigsetjmp)
     }
 }
