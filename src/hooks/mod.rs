@@ -27,7 +27,7 @@
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
 //! | `process.rs`  | fork, vfork, waitpid, wait, wait3, wait4, waitid, posix_spawn(p); `process/`: clone, prctl (PR_SET_SECCOMP; PR_SET_NAME, PR_GET_NAME in `pthread/name.rs`), system, popen, pclose |
-//! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk; `sigaction/`: sigaltstack, __sigsetjmp |
+//! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk; `sigaction/`: sigaltstack, __sigsetjmp, setjmp |
 //! | `sigdeliver.rs`| (no symbol) the trampoline around every handler, and delivery in the coroutine that takes a signal |
 //! | `filelock.rs` | flockfile, ftrylockfile, funlockfile (counted: no preemption while the program holds a FILE lock) |
 //! | `sigpreempt.rs`| (no symbol) SIGURG, corun's preemption signal, as `sigaction` and `signal` report it |
