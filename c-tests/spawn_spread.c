@@ -15,10 +15,13 @@
  * within it, the second after 3 ms more) made its worker count as full at
  * the second pthread_create, which then went to the other worker, next to
  * thread 1: the two computing threads shared one worker for good (a
- * started coroutine never changes worker) while main's worker idled.
+ * started coroutine never changed worker then) while main's worker idled.
  * Only the first run of main counts (later, main is the process's only
  * coroutine between rounds and its sleeps do not park), so one round per
- * process.
+ * process. K counts where each thread started: a thread preempted while
+ * another task waits on its worker may then move to an idle worker
+ * (src/sched/shed.rs; thread 2 does, to thread 1's, when thread 1 ends
+ * and main wakes from its join next to thread 2).
  *
  * stdout: "2 threads on K kernel threads". Exit 1 on an error.
  */
@@ -85,9 +88,8 @@ int main(void)
     pthread_join(t[0], NULL);
     pthread_join(t[1], NULL);
     for (int i = 0; i < 2; i++)
-        if (seats[i].before < 0 || seats[i].before != seats[i].after) {
-            fprintf(stderr, "spawn_spread: thread %d changed kernel thread (%ld, %ld)\n", i, seats[i].before,
-                    seats[i].after);
+        if (seats[i].before < 0 || seats[i].after < 0) {
+            fprintf(stderr, "spawn_spread: thread %d has no kernel thread\n", i);
             return 1;
         }
     printf("2 threads on %d kernel threads\n", seats[0].before == seats[1].before ? 1 : 2);

@@ -497,6 +497,27 @@ unsafe fn renew(g: &Glibc, tp: usize) -> Option<usize> {
     Some(tp)
 }
 
+/// A coroutine moves to the worker whose kernel thread is `tid`
+/// (`sched::shed`): its descriptor's `tid` becomes that thread's, as the
+/// kernel will see it. False (nothing written) if its robust-mutex list is
+/// not empty: the kernel checks those owners against the old tid.
+///
+/// # Safety
+/// `tp` is the thread pointer of a block of ours whose coroutine is not
+/// running.
+pub unsafe fn move_to_kernel_thread(tp: usize, tid: i32) -> bool {
+    let Some(g) = glibc() else { return false };
+    let head = tp + g.robust_head;
+    // SAFETY: the caller's block; nobody runs on it now.
+    unsafe {
+        if word(tp, g.robust_head) != head {
+            return false;
+        }
+        ((tp + g.tid) as *mut i32).write(tid);
+    }
+    true
+}
+
 /// First thing a coroutine with a block of its own does, on its own thread
 /// pointer: libc's per-thread state as glibc's `start_thread` leaves it.
 pub fn start_thread() {

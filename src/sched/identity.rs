@@ -47,6 +47,12 @@ pub struct Identity {
     /// A thread made by `pthread_create`: gets its own TLS when it first
     /// runs (corun_spawn tasks keep the cheap shared path).
     pub own_tls: Cell<bool>,
+    /// It took (or asked for) a lock that glibc keeps by kernel tid (a
+    /// process-shared, robust or priority-protocol mutex, a process-shared
+    /// rwlock: glibc compares the owner with the descriptor's `tid`, the
+    /// kernel does for PI futexes), so it stays on its worker's kernel
+    /// thread for good (`sched::shed`). Set and read on its home worker.
+    pub kernel_bound: Cell<bool>,
     /// The word `set_tid_address` named (0: none): zeroed and woken when
     /// the thread ends, as the kernel does (`hooks/pthread/tid.rs`).
     pub clear_child_tid: Cell<usize>,

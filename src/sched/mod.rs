@@ -54,6 +54,7 @@ pub mod run_queue;
 pub mod runtime;
 pub mod rustdemangle;
 pub mod scope;
+mod shed;
 pub mod sigdispatch;
 pub mod siginfo;
 pub mod sigmask;

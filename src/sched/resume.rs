@@ -86,7 +86,11 @@ impl Worker {
                 t.yielding.set(false);
                 t.set_runnable();
                 if t.preempted.replace(false) {
-                    self.push_preempted(t);
+                    // Computing while others wait here: an idle worker
+                    // may take it (`shed.rs`).
+                    if let Err(t) = self.shed(t) {
+                        self.push_preempted(t);
+                    }
                 } else {
                     self.push_local(t);
                 }
@@ -161,8 +165,9 @@ impl Worker {
             if task.ident.tp.get() != 0 {
                 // On the coroutine's own thread pointer: the runtime's
                 // thread-locals read here are this coroutine's copies,
-                // set once (it never changes worker, and its stack
-                // never moves); then libc's per-thread state.
+                // set once (its stack never moves; a move to another
+                // worker rewrites WORKER, `shed.rs`); then libc's
+                // per-thread state.
                 WORKER::set(wp as usize);
                 CURRENT::set(tp as usize);
                 // SAFETY: only the home worker touches `coro`; it holds

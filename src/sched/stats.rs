@@ -54,6 +54,8 @@ static NATIVE_SPAWNED: AtomicU64 = AtomicU64::new(0);
 static NATIVE_PEAK: AtomicU64 = AtomicU64::new(0);
 /// Stalls the watchdog reported.
 static STALLS: AtomicU64 = AtomicU64::new(0);
+/// Preempted threads given to an idle worker (`shed.rs`).
+static SHED: AtomicU64 = AtomicU64::new(0);
 /// Coroutines made and not ended (`main` included), counted only while the
 /// peak may be printed (`counts_live`): one shared atomic per spawn and end
 /// costs a cache-line transfer between workers, which the default pays
@@ -151,6 +153,11 @@ pub fn yielded_on(index: usize) {
     bump(&PER_WORKER[index].yields);
 }
 
+/// A preempted thread moved to an idle worker (`shed.rs`).
+pub fn shed() {
+    SHED.fetch_add(1, Relaxed);
+}
+
 /// The watchdog saw a stall (printed on stderr only with CORUN_STALL_MS).
 pub fn stalled() {
     STALLS.fetch_add(1, Relaxed);
@@ -242,6 +249,13 @@ pub fn report() -> String {
         super::blocking::inline_answers().to_string(),
     );
     line("stalls", t.stalls.to_string());
+    let shed = SHED.load(Relaxed);
+    if shed != 0 {
+        line(
+            "preempted threads moved to an idle worker",
+            shed.to_string(),
+        );
+    }
     let (sent, handled, preempted) = super::preempt::counts();
     line(
         "preemptions",

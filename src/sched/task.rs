@@ -153,7 +153,9 @@ pub struct Task {
 // SAFETY: the fields that are not thread-safe (`entry`, `coro`, `yielder`,
 // `exiting`, `yielding`, `ext`) are only touched by the task's home worker thread: before
 // the first run by whoever holds it in a queue (exclusively), afterwards by
-// the home worker only, which never changes (docs/ARCHITECTURE.md §5.2). Everything
+// the home worker only. The home changes only by `shed.rs`, on the old home
+// while the task is out of every queue, and the new one gets it through its
+// inbox (a release and an acquire) (docs/ARCHITECTURE.md §5.2). Everything
 // other threads use is atomic or behind a Mutex.
 unsafe impl Send for Task {}
 // SAFETY: as above.

@@ -205,8 +205,9 @@ pub(super) use crate::sys::static_tls::Current as CURRENT;
 pub(super) use crate::sys::static_tls::WorkerWord as WORKER;
 
 /// A coroutine of this thread's worker is parked on fds while this lives
-/// (`park.rs`, `chan_select.rs`). Tasks never change worker once started,
-/// so the count goes up and down on the same thread. A handler that
+/// (`park.rs`, `chan_select.rs`). A task changes worker only when
+/// preempted (`shed.rs`), never inside a park, so the count goes up and
+/// down on the same thread. A handler that
 /// leaves the park by `longjmp` skips the drop: the count stays high and
 /// the worker's loop only loses its solo waits, never a wake-up.
 pub(super) struct FdPark(Option<&'static Worker>);

@@ -121,7 +121,8 @@ static_tls_word!(
 /// (a yield: the task, the worker, the depth) computes the block's
 /// address once rather than once a word. The address stays this
 /// thread's as long as its thread pointer does: a coroutine's is the same
-/// before and after it suspends (it never changes worker).
+/// before and after it suspends (one that changes worker has its own,
+/// which moves with it: `sched/shed.rs`).
 #[inline(always)]
 pub fn words() -> *mut [usize; 4] {
     Current::addr() as *mut [usize; 4]

@@ -283,6 +283,14 @@ pub(crate) fn warm_up() {
     layout();
 }
 
+/// The calling thread uses a lock glibc keeps by kernel tid: it must not
+/// move to another worker's kernel thread (`sched::shed`).
+fn kernel_bound() {
+    if let Some(t) = current() {
+        t.ident.kernel_bound.set(true);
+    }
+}
+
 /// The caller's owner tag for recursive and error-checking mutexes and
 /// rwlock writers: the kernel tid for a native thread (as glibc), a tag
 /// above any tid (pid_max is at most 2^22) for a coroutine.

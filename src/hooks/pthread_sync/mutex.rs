@@ -56,7 +56,11 @@ fn mutex_ours(w: &MutexWords) -> bool {
             applies
         }
     };
-    applies && w.kind.load(Ordering::Relaxed) & KIND_PASSTHROUGH == 0
+    let ours = applies && w.kind.load(Ordering::Relaxed) & KIND_PASSTHROUGH == 0;
+    if !ours {
+        super::kernel_bound();
+    }
+    ours
 }
 
 /// A mutex of the plain kind (`PTHREAD_MUTEX_NORMAL`/`TIMED_NP` or

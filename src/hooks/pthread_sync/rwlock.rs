@@ -21,6 +21,19 @@ struct RwWords {
 /// # Safety
 /// `l` points at a live pthread_rwlock_t.
 unsafe fn rw_ours<'a>(l: *mut pthread_rwlock_t) -> Option<&'a RwWords> {
+    // SAFETY: the caller's contract.
+    let w = unsafe { rw_ours_unmarked(l) };
+    if w.is_none() {
+        super::kernel_bound();
+    }
+    w
+}
+
+/// `rw_ours`, without marking the caller bound to its kernel thread.
+///
+/// # Safety
+/// As `rw_ours`.
+unsafe fn rw_ours_unmarked<'a>(l: *mut pthread_rwlock_t) -> Option<&'a RwWords> {
     if !on() {
         return None;
     }
