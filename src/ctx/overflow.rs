@@ -48,7 +48,7 @@ pub(crate) mod real {
 /// the guard still counts as an overflow of the coroutine above.
 const BELOW_GUARD_SLACK: usize = 256 * 1024;
 /// Size of each worker's alternate signal stack.
-const ALTSTACK_SIZE: usize = 64 * 1024;
+pub const ALTSTACK_SIZE: usize = 64 * 1024;
 
 /// Which coroutine runs on a thread, and its stack's guard page.
 #[derive(Clone, Copy)]

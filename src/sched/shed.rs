@@ -32,7 +32,9 @@
 //!   coroutines, `CORUN_TLS=worker`: their errno and `__thread` variables
 //!   are the worker thread's), one inside a signal handler, one computing
 //!   on a stack the program switched to (a fiber's: `foreign_stack.rs`
-//!   keeps those per worker), nor any once the process confined itself.
+//!   keeps those per worker), one whose `sigaltstack` is larger than the
+//!   workers' alternate stacks (it grew its own worker's only), nor any
+//!   once the process confined itself.
 //!
 //! What a program sees change, as when the kernel moves a thread:
 //! `sched_getcpu`, `/proc/thread-self` (it names the worker's kernel
@@ -94,6 +96,9 @@ fn movable(t: &TaskRef) -> bool {
     if t.ident.tp.get() == 0
         || t.ident.kernel_bound.get()
         || t.ident.sig.depth.load(Ordering::Relaxed) != 0
+        // Its handlers run on the worker's alternate stack, which its
+        // `sigaltstack` grew on this worker only past the usual size.
+        || t.ident.sig.alt_size.load(Ordering::Relaxed) > crate::ctx::overflow::ALTSTACK_SIZE
         || super::confined::is()
     {
         return false;
