@@ -26,7 +26,7 @@
 //! | `own_fds.rs`  | opendir, fdopendir, readdir, readdir64, closedir, fstat(64), __fxstat(64) (corun's own fds out of sight) |
 //! | `ipc.rs`      | msgrcv, msgsnd, semop, semtimedop, mq_receive, mq_timedreceive, mq_send, mq_timedsend |
 //! | `open.rs`     | creat64, __open(64)_2, __openat(64)_2, eventfd, timerfd_create, signalfd, inotify_init(1), memfd_create |
-//! | `process.rs`  | fork, vfork, waitpid, wait, wait3, wait4, waitid, posix_spawn(p); `process/`: clone, prctl (PR_SET_SECCOMP; PR_SET_NAME, PR_GET_NAME in `pthread/name.rs`), system, popen, pclose |
+//! | `process.rs`  | fork, vfork, waitpid, wait, wait3, wait4, waitid, posix_spawn(p); `process/`: clone, prctl (PR_SET_SECCOMP; PR_SET_NAME, PR_GET_NAME in `pthread/name.rs`; PR_SET_TIMERSLACK, PR_GET_TIMERSLACK in `pthread/slack_ioprio.rs`), system, popen, pclose |
 //! | `sigaction.rs`| sigaction, signal, bsd_signal, sysv_signal, longjmp, _longjmp, siglongjmp, __longjmp_chk; `sigaction/`: sigaltstack, __sigsetjmp, setjmp |
 //! | `sigdeliver.rs`| (no symbol) the trampoline around every handler, and delivery in the coroutine that takes a signal |
 //! | `filelock.rs` | flockfile, ftrylockfile, funlockfile (counted: no preemption while the program holds a FILE lock) |
@@ -38,7 +38,7 @@
 //! | `start.rs`    | __libc_start_main |
 //! | `cancel.rs`   | pthread_cancel, pthread_setcancelstate, pthread_setcanceltype, pthread_testcancel, __pthread_register_cancel(_defer), __pthread_unregister_cancel(_restore), __pthread_unwind_next |
 //! | `io_uring.rs` | __io_uring_get_cqe, io_uring_wait_cqes, io_uring_submit_and_wait(_timeout), io_uring_queue_init_params, io_uring_queue_exit (liburing) |
-//! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_fork, SYS_clone(3), SYS_seccomp: `process.rs`; SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo: `pthread/tid.rs`; SYS_close, SYS_dup2, SYS_dup3, SYS_close_range: `fdctl.rs`; SYS_io_getevents, SYS_io_pgetevents: the blocking pool; SYS_rt_sigprocmask: `sigmask.rs`) |
+//! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_fork, SYS_clone(3), SYS_seccomp: `process.rs`; SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo: `pthread/tid.rs`; SYS_close, SYS_dup2, SYS_dup3, SYS_close_range: `fdctl.rs`; SYS_io_getevents, SYS_io_pgetevents: the blocking pool; SYS_rt_sigprocmask: `sigmask.rs`; SYS_rt_sigpending, SYS_rt_sigtimedwait, SYS_rt_sigsuspend, SYS_sigaltstack, SYS_rt_sigaction: `syscall/signals.rs`; SYS_ioprio_set, SYS_ioprio_get: `pthread/slack_ioprio.rs`) |
 //! | `aio.rs`      | aio_suspend(64), lio_listio(64) with LIO_WAIT (wait parked for glibc's AIO helper threads) |
 //! | `gai.rs`      | gai_suspend (wait parked for getaddrinfo_a's helper threads) |
 //! | `c11threads.rs`| thrd_create, thrd_join, thrd_exit, thrd_detach, thrd_current, thrd_equal, thrd_sleep, thrd_yield, mtx_lock, mtx_timedlock, mtx_trylock, mtx_unlock, cnd_wait, cnd_timedwait, cnd_signal, cnd_broadcast, call_once, tss_create, tss_get, tss_set, tss_delete (on the pthread hooks) |

@@ -1,4 +1,5 @@
-//! `prctl` (PR_SET_NAME and PR_GET_NAME: `hooks/pthread/name.rs`).
+//! `prctl` (PR_SET_NAME and PR_GET_NAME: `hooks/pthread/name.rs`;
+//! PR_SET_TIMERSLACK and PR_GET_TIMERSLACK: `hooks/pthread/slack_ioprio.rs`).
 //!
 //! `prctl(PR_SET_SECCOMP)` and `syscall(SYS_seccomp)` (the `syscall` hook
 //! hands that number over): before the program's filter is installed,
@@ -45,6 +46,9 @@ pub unsafe extern "C" fn prctl(
     }
     // SAFETY: the caller's prctl contract for these options.
     if let Some(r) = unsafe { crate::hooks::pthread::prctl_name(option, a2) } {
+        return r;
+    }
+    if let Some(r) = crate::hooks::pthread::prctl_slack(option, a2) {
         return r;
     }
     // SAFETY: the caller's prctl contract.

@@ -158,6 +158,8 @@ struct ThreadRec {
     /// kept, not applied (a coroutine runs with its worker's; `sched_attr.rs`).
     policy: std::sync::atomic::AtomicI32,
     nice: std::sync::atomic::AtomicI32,
+    /// Timer slack and I/O priority: kept, not applied (`slack_ioprio.rs`).
+    kept: slack_ioprio::Kept,
 }
 
 #[derive(Default)]
@@ -177,6 +179,7 @@ impl ThreadRec {
             affinity: Mutex::new(None),
             policy: std::sync::atomic::AtomicI32::new(policy),
             nice: std::sync::atomic::AtomicI32::new(nice),
+            kept: slack_ioprio::inherited(),
         })
     }
 }
@@ -328,8 +331,10 @@ mod join;
 mod keys;
 mod name;
 mod sched_attr;
+mod slack_ioprio;
 mod tid;
 pub(crate) use sched_attr::sched_attr_call;
+pub(crate) use slack_ioprio::{ioprio_call, prctl_slack};
 pub(crate) use tid::{current_tid, is_virtual_tid, set_clear_child_tid, signal_tid, task_id, vtid};
 
 pub(crate) use create::*;

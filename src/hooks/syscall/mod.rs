@@ -36,6 +36,12 @@
 //! `hooks/pthread/tid.rs`: a coroutine thread's tid is its own there, and
 //! so is its clear-child-tid word.
 //!
+//! The signal calls `rt_sigpending`, `rt_sigtimedwait`, `rt_sigsuspend`,
+//! `sigaltstack` and `rt_sigaction` go to their libc hooks (`signals.rs`):
+//! a coroutine's signals are corun's, not its worker's. `ioprio_set` and
+//! `ioprio_get` on a thread go to `hooks/pthread/sched_attr.rs` (a
+//! thread's I/O priority is its own, kept, as its nice value).
+//!
 //! Raw `close`, `dup2`, `dup3` and `close_range` go to the hooks of those
 //! names (`hooks::fdctl`): an fd closed or replaced that way must not leave
 //! a stale registration or lose a parked call's file. `io_getevents` and
@@ -78,6 +84,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 mod futex;
 mod process;
+mod signals;
 mod waitv;
 
 use futex::{futex, Call};
@@ -167,6 +174,20 @@ pub unsafe extern "C" fn syscall(
         "je 4f",
         "cmp rdi, {sigprocmask}",
         "je 4f",
+        "cmp rdi, {sigpending}",
+        "je 4f",
+        "cmp rdi, {sigtimedwait}",
+        "je 4f",
+        "cmp rdi, {sigsuspend}",
+        "je 4f",
+        "cmp rdi, {sigaltstack}",
+        "je 4f",
+        "cmp rdi, {sigaction}",
+        "je 4f",
+        "cmp rdi, {ioprio_set}",
+        "je 4f",
+        "cmp rdi, {ioprio_get}",
+        "je 4f",
         "cmp rdi, {seccomp}",
         "je 4f",
         // A clone with CLONE_VM makes a thread (or a vfork-like child on
@@ -215,6 +236,13 @@ pub unsafe extern "C" fn syscall(
         getattr = const libc::SYS_sched_getattr,
         fork = const libc::SYS_fork,
         sigprocmask = const libc::SYS_rt_sigprocmask,
+        sigpending = const libc::SYS_rt_sigpending,
+        sigtimedwait = const libc::SYS_rt_sigtimedwait,
+        sigsuspend = const libc::SYS_rt_sigsuspend,
+        sigaltstack = const libc::SYS_sigaltstack,
+        sigaction = const libc::SYS_rt_sigaction,
+        ioprio_set = const libc::SYS_ioprio_set,
+        ioprio_get = const libc::SYS_ioprio_get,
         seccomp = const libc::SYS_seccomp,
         clone = const libc::SYS_clone,
         clone3 = const libc::SYS_clone3,
@@ -308,6 +336,10 @@ unsafe extern "C" fn syscall_hook(
         {
             return r;
         }
+    } else if signals::NUMBERS.contains(&n) {
+        if let Some(r) = signals::call(n, [a1, a2, a3, a4]) {
+            return r;
+        }
     } else if let Some(r) = thread_id_call(n, [a1, a2, a3, a4]) {
         return r;
     } else if process::NUMBERS.contains(&n) {
@@ -352,6 +384,9 @@ fn thread_id_call(n: c_long, a: [c_long; 4]) -> Option<c_long> {
     };
     let r = match n {
         libc::SYS_sched_setattr | libc::SYS_sched_getattr => return sched_attr_call(n, a),
+        libc::SYS_ioprio_set | libc::SYS_ioprio_get => {
+            return crate::hooks::pthread::ioprio_call(n, [a[0], a[1], a[2]])
+        }
         libc::SYS_gettid => current_tid(),
         libc::SYS_set_tid_address => set_clear_child_tid(a[0] as usize)?,
         libc::SYS_tgkill => signal_tid(a[0] as c_int, a[1] as c_int, a[2] as c_int, None)?,
