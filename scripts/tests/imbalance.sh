@@ -3,9 +3,9 @@
 # short, long, short, long; with 2 workers placement put both long ones
 # on one worker, where they took turns while the other idled once the
 # short ones ended (0.6-0.7 s against 0.3-0.4 s natively). A preempted
-# thread now moves to a worker asleep for lack of work, so half way
-# through their work the long ones are on different kernel threads, as
-# natively. Then each long thread holds
+# thread now moves to a worker asleep for lack of work, so the long ones
+# run on different kernel threads (looked at every tenth of their work),
+# as natively. Then each long thread holds
 # a process-shared error-checking mutex while it computes: glibc checks its
 # owner against the descriptor's kernel tid, so such a thread never moves
 # (moved, its unlock returned EPERM). Same output natively and with
