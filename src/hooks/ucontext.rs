@@ -87,6 +87,26 @@ mod imp {
         r
     }
 
+    /// The asm that writes the caller's callee-saved registers, stack
+    /// pointer (past the return address) and return address into the
+    /// context at rdi, at the offsets the `rbx`... operands name.
+    macro_rules! store_caller {
+        () => {
+            concat!(
+                "mov qword ptr [rdi + {rbx}], rbx\n",
+                "mov qword ptr [rdi + {rbp}], rbp\n",
+                "mov qword ptr [rdi + {r12}], r12\n",
+                "mov qword ptr [rdi + {r13}], r13\n",
+                "mov qword ptr [rdi + {r14}], r14\n",
+                "mov qword ptr [rdi + {r15}], r15\n",
+                "mov rcx, qword ptr [rsp]\n",
+                "mov qword ptr [rdi + {rip}], rcx\n",
+                "lea rcx, [rsp + 8]\n",
+                "mov qword ptr [rdi + {rsp}], rcx",
+            )
+        };
+    }
+
     /// getcontext: `save`, then the caller's callee-saved registers (the
     /// call preserved them), stack pointer and return address.
     #[unsafe(naked)]
@@ -98,16 +118,7 @@ mod imp {
             "pop rdi",
             "test eax, eax",
             "jnz 2f",
-            "mov qword ptr [rdi + {rbx}], rbx",
-            "mov qword ptr [rdi + {rbp}], rbp",
-            "mov qword ptr [rdi + {r12}], r12",
-            "mov qword ptr [rdi + {r13}], r13",
-            "mov qword ptr [rdi + {r14}], r14",
-            "mov qword ptr [rdi + {r15}], r15",
-            "mov rcx, qword ptr [rsp]",
-            "mov qword ptr [rdi + {rip}], rcx",
-            "lea rcx, [rsp + 8]",
-            "mov qword ptr [rdi + {rsp}], rcx",
+            store_caller!(),
             "2:",
             "ret",
             save = sym save,
@@ -131,16 +142,7 @@ mod imp {
             "pop rsi",
             "test eax, eax",
             "jnz 2f",
-            "mov qword ptr [rdi + {rbx}], rbx",
-            "mov qword ptr [rdi + {rbp}], rbp",
-            "mov qword ptr [rdi + {r12}], r12",
-            "mov qword ptr [rdi + {r13}], r13",
-            "mov qword ptr [rdi + {r14}], r14",
-            "mov qword ptr [rdi + {r15}], r15",
-            "mov rcx, qword ptr [rsp]",
-            "mov qword ptr [rdi + {rip}], rcx",
-            "lea rcx, [rsp + 8]",
-            "mov qword ptr [rdi + {rsp}], rcx",
+            store_caller!(),
             "mov rdi, rsi",
             "jmp {set}",
             "2:",

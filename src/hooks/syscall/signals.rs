@@ -51,6 +51,20 @@ unsafe fn full_set(p: *const u64) -> libc::sigset_t {
     s
 }
 
+/// The set a system call's `p` and `size` give, as the kernel takes it:
+/// EINVAL for any size but 8, EFAULT for NULL.
+fn set_arg(p: c_long, size: c_long) -> Result<libc::sigset_t, Option<c_long>> {
+    if size != 8 {
+        return Err(einval());
+    }
+    if p == 0 {
+        set_errno(libc::EFAULT);
+        return Err(Some(-1));
+    }
+    // SAFETY: the caller's 8-byte set, as the kernel reads it.
+    Ok(unsafe { full_set(p as *const u64) })
+}
+
 /// The call `n` with arguments `a` made as its libc name, or None: the
 /// kernel's (a native thread, runtime code, a process under seccomp).
 pub(super) fn call(n: c_long, a: [c_long; 4]) -> Option<c_long> {
@@ -90,15 +104,10 @@ pub(super) fn call(n: c_long, a: [c_long; 4]) -> Option<c_long> {
             r
         }
         libc::SYS_rt_sigtimedwait => {
-            if a[3] != 8 {
-                return einval();
-            }
-            if a[0] == 0 {
-                set_errno(libc::EFAULT);
-                return Some(-1);
-            }
-            // SAFETY: the caller's 8-byte set.
-            let set = unsafe { full_set(a[0] as *const u64) };
+            let set = match set_arg(a[0], a[3]) {
+                Ok(s) => s,
+                Err(r) => return r,
+            };
             // SAFETY: the caller's siginfo and timeout, NULL or as the
             // kernel takes them.
             unsafe {
@@ -110,15 +119,10 @@ pub(super) fn call(n: c_long, a: [c_long; 4]) -> Option<c_long> {
             }
         }
         libc::SYS_rt_sigsuspend => {
-            if a[1] != 8 {
-                return einval();
-            }
-            if a[0] == 0 {
-                set_errno(libc::EFAULT);
-                return Some(-1);
-            }
-            // SAFETY: the caller's 8-byte set.
-            let set = unsafe { full_set(a[0] as *const u64) };
+            let set = match set_arg(a[0], a[1]) {
+                Ok(s) => s,
+                Err(r) => return r,
+            };
             // SAFETY: a local set.
             unsafe { crate::hooks::signal::sigsuspend(&set) }
         }
