@@ -242,11 +242,24 @@ pub fn reset_after_fork() {
     super::foreign_stack::reset();
 }
 
+/// Per worker: the switch count + 1 of the run the trampoline left
+/// signals pending for (a kick that found no safe point; 0: none); the
+/// monitor retries while that run goes on.
+pub(super) static KICK_LEFT: [AtomicU64; MAX_WORKERS] = [const { AtomicU64::new(0) }; MAX_WORKERS];
+
 /// The trampoline left a kick's signals pending (no safe point): the
 /// monitor hands them over by a preemption once the coroutine reaches one
-/// (or it parks first, and they run then).
+/// (or it parks first, and they run then). `WORK` alone did not keep the
+/// retry going: an idle worker's dispatch clears it, and a thread alone
+/// on its worker that spun in glibc (a `clock_gettime` loop waiting for
+/// its handler's flag) took 12-17 of 20 `pthread_kill`s only when its 2 s
+/// timeout made it call corun (`sig_kick_libc_loop`). Async-signal-safe.
 pub fn signals_left_pending() {
     super::signals::WORK.store(true, Ordering::SeqCst);
+    if let Some(w) = current_worker() {
+        let run = w.switches.load(Ordering::Relaxed) + 1;
+        KICK_LEFT[w.index].store(run, Ordering::SeqCst);
+    }
 }
 
 /// The trampoline got corun's request (`is_request`): preempts the

@@ -11,7 +11,7 @@
 use std::sync::atomic::Ordering;
 
 use super::preempt::{
-    async_cancel_due, GRANULARITY_NS, NEXT_TIMER, SENT, SIGNAL, SLICE_NS, VALUE, WANT,
+    async_cancel_due, GRANULARITY_NS, KICK_LEFT, NEXT_TIMER, SENT, SIGNAL, SLICE_NS, VALUE, WANT,
 };
 use super::runtime::Runtime;
 use super::worker::Worker;
@@ -60,10 +60,22 @@ pub(super) fn monitor(rt: &'static Runtime) {
             // redirect (`redirect_for_signals`) is handed over by a
             // preemption even on a worker with nothing else to run.
             let held = id != 0 && seen[i].is(id, sw);
+            let left = KICK_LEFT[w.index].load(Ordering::Relaxed);
+            let kick_left = id != 0 && left == sw + 1;
             let signal_waits = held
                 && now.saturating_sub(seen[i].since) >= granularity
-                && super::signals::WORK.load(Ordering::Relaxed)
+                && (kick_left || super::signals::WORK.load(Ordering::Relaxed))
                 && has_deliverable(id);
+            if left != 0 && !kick_left {
+                // That run switched: its signals ran at its resume or park.
+                // (Not over a mark the trampoline left since for a new run.)
+                let _ = KICK_LEFT[w.index].compare_exchange(
+                    left,
+                    0,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
             let cancel_waits = held && async_cancel_due(id);
             if id == 0 || (w.load.load(Ordering::Relaxed) < 2 && !signal_waits && !cancel_waits) {
                 // Idle, or nothing else there to preempt for (a lone
@@ -102,6 +114,7 @@ pub(super) fn monitor(rt: &'static Runtime) {
             // that computes.
             let due = next <= now
                 || super::signals::WORK.load(Ordering::Relaxed)
+                || signal_waits
                 || w.woken_waiting.load(Ordering::Relaxed)
                 || w.has_remote()
                 || cancel_waits;
