@@ -84,6 +84,11 @@ $(BIN)/hooks_io_uring: c-tests/hooks_io_uring.c c-tests/transcript.h | $(BIN)
 		echo "$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -luring"; \
 		$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -luring; \
 	else echo "not building $@: no liburing.h (make deps installs liburing-dev)"; fi
+$(BIN)/uring_moves: c-tests/uring_moves.c | $(BIN)
+	@if [ -e /usr/include/liburing.h ]; then \
+		echo "$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -luring"; \
+		$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread -luring; \
+	else echo "not building $@: no liburing.h (make deps installs liburing-dev)"; fi
 
 # OpenMP (GCC's libgomp, which comes with gcc).
 $(BIN)/omp_team: c-tests/omp_team.c | $(BIN)

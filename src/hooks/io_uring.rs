@@ -46,6 +46,12 @@
 //! while parked here, as natively. The sigmask argument of the waits is not
 //! applied while parked (the worker's mask is in force), as for `ppoll`.
 //!
+//! A thread that made any of these calls never moves to another worker
+//! (`sched::shed`): SINGLE_ISSUER and DEFER_TASKRUN rings take submissions
+//! from the task that set them up only (-EEXIST), registered ring fds are
+//! per task (-EBADF), COOP_TASKRUN completion work waits for the task that
+//! submitted.
+//!
 //! Not seen (they block the worker when they wait): `__io_uring_get_cqe`
 //! with `submit` > 0 (liburing calls it so for a timeout on kernels without
 //! IORING_FEAT_EXT_ARG, before 5.11), a program's own `io_uring_enter`
@@ -60,7 +66,7 @@ use libc::sigset_t;
 
 use super::fdctl::note_new_fd;
 use crate::sched::fdtable::{self, Dir, KIND_UNKNOWN};
-use crate::sched::{in_coroutine, park_until_ready, FdWait};
+use crate::sched::{bind_to_kernel_thread, in_coroutine, park_until_ready, FdWait};
 use crate::sys::now_ns;
 
 /// liburing's `struct __kernel_timespec` (64-bit fields on every ABI).
@@ -88,6 +94,7 @@ mod next {
             ts: *mut KernelTimespec, sigmask: *mut sigset_t) -> c_int;
         fn io_uring_queue_init_params(entries: c_uint, ring: *mut Ring, p: *mut c_void) -> c_int;
         fn io_uring_queue_exit(ring: *mut Ring) -> ();
+        fn io_uring_register_ring_fd(ring: *mut Ring) -> c_int;
     }
 }
 
@@ -332,6 +339,7 @@ pub unsafe extern "C" fn __io_uring_get_cqe(
     wait_nr: c_uint,
     sigmask: *mut sigset_t,
 ) -> c_int {
+    bind_to_kernel_thread();
     if wait_nr > 0 && submit == 0 && in_coroutine() {
         // SAFETY: liburing's contract: `ring` is an initialised ring.
         if let Some(v) = unsafe { View::of(ring) } {
@@ -353,6 +361,7 @@ pub unsafe extern "C" fn io_uring_wait_cqes(
     ts: *mut KernelTimespec,
     sigmask: *mut sigset_t,
 ) -> c_int {
+    bind_to_kernel_thread();
     // Without a timeout liburing calls __io_uring_get_cqe (above).
     if wait_nr > 0 && !ts.is_null() && in_coroutine() {
         // SAFETY: liburing's contract.
@@ -370,6 +379,7 @@ pub unsafe extern "C" fn io_uring_wait_cqes(
 /// submitted.
 #[no_mangle]
 pub unsafe extern "C" fn io_uring_submit_and_wait(ring: *mut Ring, wait_nr: c_uint) -> c_int {
+    bind_to_kernel_thread();
     if wait_nr > 0 && in_coroutine() {
         // SAFETY: liburing's contract.
         if let Some(v) = unsafe { View::of(ring) } {
@@ -406,6 +416,7 @@ pub unsafe extern "C" fn io_uring_submit_and_wait_timeout(
     ts: *mut KernelTimespec,
     sigmask: *mut sigset_t,
 ) -> c_int {
+    bind_to_kernel_thread();
     if wait_nr > 0 && in_coroutine() {
         let deadline = if ts.is_null() {
             Ok(None)
@@ -449,6 +460,7 @@ pub unsafe extern "C" fn io_uring_queue_init_params(
     ring: *mut Ring,
     p: *mut c_void,
 ) -> c_int {
+    bind_to_kernel_thread();
     // SAFETY: the caller's call, as made.
     let r = unsafe { next::io_uring_queue_init_params(entries, ring, p) };
     if r == 0 {
@@ -457,6 +469,25 @@ pub unsafe extern "C" fn io_uring_queue_init_params(
         note_new_fd(fd, KIND_UNKNOWN, false);
     }
     r
+}
+
+/// Submits (liburing's system call is inline). The caller stays on its
+/// kernel thread from now on, as with every liburing call corun sees
+/// (`sched::bind_to_kernel_thread`): a ring is tied to the task that made
+/// or used it in ways a move breaks.
+#[no_mangle]
+pub unsafe extern "C" fn io_uring_submit(ring: *mut Ring) -> c_int {
+    bind_to_kernel_thread();
+    // SAFETY: the caller's call, as made.
+    unsafe { next::io_uring_submit(ring) }
+}
+
+/// The registered ring fd is in the calling kernel task's table only.
+#[no_mangle]
+pub unsafe extern "C" fn io_uring_register_ring_fd(ring: *mut Ring) -> c_int {
+    bind_to_kernel_thread();
+    // SAFETY: the caller's call, as made.
+    unsafe { next::io_uring_register_ring_fd(ring) }
 }
 
 /// liburing closes the ring fd with an inline system call: corun forgets

@@ -86,6 +86,7 @@ pub use park::{
     sleep_until, yield_now, FdWait, Running, Woken,
 };
 pub use runtime::{run_until_done, runtime};
+pub use shed::bind_to_kernel_thread;
 pub use spawn::{spawn, spawn_main, spawn_thread};
 pub use task::{Entry, Task, TaskRef};
 pub use waiter::{ThreadParker, Waiter};

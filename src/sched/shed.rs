@@ -91,6 +91,19 @@ impl Worker {
     }
 }
 
+/// The calling thread uses kernel state tied to the kernel thread it runs
+/// on now: it never moves from here (`kernel_bound`). io_uring: a ring
+/// set up with IORING_SETUP_SINGLE_ISSUER (or DEFER_TASKRUN) takes
+/// submissions from the task that made it only (-EEXIST from any other),
+/// a ring fd registered with `io_uring_register_ring_fd` is in the calling
+/// task's table only (-EBADF elsewhere), and the completion work of a
+/// COOP_TASKRUN ring waits for the task that submitted to enter the kernel.
+pub fn bind_to_kernel_thread() {
+    if let Some(t) = super::park::current() {
+        t.ident.kernel_bound.set(true);
+    }
+}
+
 /// Whether a preempted thread may run on another kernel thread from now on.
 fn movable(t: &TaskRef) -> bool {
     if t.ident.tp.get() == 0

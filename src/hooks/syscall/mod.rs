@@ -340,6 +340,13 @@ unsafe extern "C" fn syscall_hook(
         if let Some(r) = signals::call(n, [a1, a2, a3, a4]) {
             return r;
         }
+    } else if n == libc::SYS_io_uring_setup
+        || n == libc::SYS_io_uring_enter
+        || n == libc::SYS_io_uring_register
+    {
+        // The ring is tied to this kernel task (hooks/io_uring.rs): the
+        // thread never moves to another worker from now on.
+        crate::sched::bind_to_kernel_thread();
     } else if let Some(r) = thread_id_call(n, [a1, a2, a3, a4]) {
         return r;
     } else if process::NUMBERS.contains(&n) {
