@@ -37,7 +37,7 @@
 //! | `dns.rs`      | getaddrinfo, getnameinfo, gethostbyname(2)(_r), gethostbyaddr |
 //! | `start.rs`    | __libc_start_main |
 //! | `cancel.rs`   | pthread_cancel, pthread_setcancelstate, pthread_setcanceltype, pthread_testcancel, __pthread_register_cancel(_defer), __pthread_unregister_cancel(_restore), __pthread_unwind_next |
-//! | `io_uring.rs` | __io_uring_get_cqe, io_uring_wait_cqes, io_uring_submit_and_wait(_timeout), io_uring_queue_init_params, io_uring_queue_exit (liburing) |
+//! | `io_uring.rs` | __io_uring_get_cqe, io_uring_wait_cqes, io_uring_submit_and_wait(_timeout), io_uring_queue_init_params, io_uring_queue_exit, io_uring_submit, io_uring_register_ring_fd (liburing) |
 //! | `syscall/`    | syscall (SYS_futex, SYS_futex_waitv: waits park, wakes reach coroutines and threads; SYS_fork, SYS_clone(3), SYS_seccomp: `process.rs`; SYS_gettid, SYS_tgkill, SYS_tkill, SYS_rt_tgsigqueueinfo: `pthread/tid.rs`; SYS_close, SYS_dup2, SYS_dup3, SYS_close_range: `fdctl.rs`; SYS_io_getevents, SYS_io_pgetevents: the blocking pool; SYS_rt_sigprocmask: `sigmask.rs`; SYS_rt_sigpending, SYS_rt_sigtimedwait, SYS_rt_sigsuspend, SYS_sigaltstack, SYS_rt_sigaction: `syscall/signals.rs`; SYS_ioprio_set, SYS_ioprio_get: `pthread/slack_ioprio.rs`) |
 //! | `aio.rs`      | aio_suspend(64), lio_listio(64) with LIO_WAIT (wait parked for glibc's AIO helper threads) |
 //! | `gai.rs`      | gai_suspend (wait parked for getaddrinfo_a's helper threads) |
