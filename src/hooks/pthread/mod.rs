@@ -171,17 +171,37 @@ struct RecState {
 
 impl ThreadRec {
     fn new(name: [u8; NAME_LEN]) -> Arc<ThreadRec> {
-        let (policy, nice) = sched_attr::inherited();
-        Arc::new(ThreadRec {
-            name: Mutex::new(name),
-            state: Mutex::new(RecState::default()),
-            finished: AtomicU32::new(0),
-            affinity: Mutex::new(None),
-            policy: std::sync::atomic::AtomicI32::new(policy),
-            nice: std::sync::atomic::AtomicI32::new(nice),
-            kept: slack_ioprio::inherited(),
+        with_caller_rec(|parent| {
+            let (policy, nice) = sched_attr::inherited(parent);
+            Arc::new(ThreadRec {
+                name: Mutex::new(name),
+                state: Mutex::new(RecState::default()),
+                finished: AtomicU32::new(0),
+                affinity: Mutex::new(None),
+                policy: std::sync::atomic::AtomicI32::new(policy),
+                nice: std::sync::atomic::AtomicI32::new(nice),
+                kept: slack_ioprio::inherited(parent),
+            })
         })
     }
+}
+
+/// Calls `f` with the calling coroutine thread's record if it has one
+/// (None: main, a native thread, a coroutine without one yet, such as a
+/// `corun_spawn` coroutine), which a thread it makes inherits from. Never
+/// makes one: a record made on the way (`with_local`) made its own
+/// `ThreadRec::new` ask again, for ever (a `corun_spawn` coroutine's
+/// `pthread_create` overflowed its stack).
+fn with_caller_rec<R>(f: impl FnOnce(Option<&ThreadRec>) -> R) -> R {
+    if let Some(t) = current().filter(|t| t.id != MAIN_ID) {
+        // SAFETY: as in `with_local`: the running task's own extension,
+        // only read here.
+        let ext = unsafe { &*t.ext.get() };
+        if let Some(l) = ext.as_ref().and_then(|e| e.downcast_ref::<ThreadLocal>()) {
+            return f(Some(&l.rec));
+        }
+    }
+    f(None)
 }
 
 /// Per-coroutine data in the task extension: touched only by the task.

@@ -20,18 +20,14 @@ use super::*;
 
 /// The calling thread's policy and nice value, which a thread it makes
 /// starts with (natively a new thread inherits them): the calling
-/// coroutine thread's kept ones, else (main, a native thread) the
-/// kernel's for the calling thread.
-pub(super) fn inherited() -> (c_int, c_int) {
-    if let Some(t) = current().filter(|t| t.id != MAIN_ID) {
-        // SAFETY: as in `with_local`: the running task's own extension.
-        let ext = unsafe { &*t.ext.get() };
-        if let Some(l) = ext.as_ref().and_then(|e| e.downcast_ref::<ThreadLocal>()) {
-            return (
-                l.rec.policy.load(Ordering::Relaxed),
-                l.rec.nice.load(Ordering::Relaxed),
-            );
-        }
+/// coroutine thread's kept ones (`parent`, its record), else (main, a
+/// native thread) the kernel's for the calling thread.
+pub(super) fn inherited(parent: Option<&ThreadRec>) -> (c_int, c_int) {
+    if let Some(rec) = parent {
+        return (
+            rec.policy.load(Ordering::Relaxed),
+            rec.nice.load(Ordering::Relaxed),
+        );
     }
     // Both from one system call (this runs at every pthread_create made
     // by main): the calling thread's struct sched_attr, through the real

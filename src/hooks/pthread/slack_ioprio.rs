@@ -37,9 +37,10 @@ pub(super) struct Kept {
     ioprio: AtomicI32,
 }
 
-/// The calling thread's values, which a thread it makes starts with.
-pub(super) fn inherited() -> Kept {
-    let (slack, ioprio) = match self_kept() {
+/// The calling thread's values, which a thread it makes starts with
+/// (`parent`: its record, if it is a coroutine thread that has one).
+pub(super) fn inherited(parent: Option<&ThreadRec>) -> Kept {
+    let (slack, ioprio) = match parent {
         Some(rec) => (
             rec.kept.slack.load(Ordering::Relaxed),
             rec.kept.ioprio.load(Ordering::Relaxed),
