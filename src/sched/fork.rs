@@ -122,7 +122,7 @@ fn reset_worker(w: &'static Worker) {
         w.placed.reset_after_fork();
     }
     std::mem::forget(w.local.timers.replace(Timers::new()));
-    w.load.store(1, Ordering::Relaxed);
+    w.load.reset(1);
     w.local.fd_parks.set(0);
     super::stats::live_after_fork();
     w.sleeping.store(false, Ordering::Relaxed);

@@ -35,6 +35,7 @@ pub mod fork;
 pub mod fork_injector;
 pub mod handler_depth;
 pub mod identity;
+pub mod load;
 pub mod lone;
 pub mod netpoller;
 mod own_lock;
@@ -126,7 +127,7 @@ pub fn alone() -> bool {
     let mut live = 0;
     for w in &rt.workers {
         if !w.dead.load(std::sync::atomic::Ordering::Relaxed) {
-            live += w.load.load(std::sync::atomic::Ordering::Relaxed);
+            live += w.load.get();
             if live > 1 {
                 return false;
             }

@@ -77,7 +77,7 @@ pub(super) fn monitor(rt: &'static Runtime) {
                 );
             }
             let cancel_waits = held && async_cancel_due(id);
-            if id == 0 || (w.load.load(Ordering::Relaxed) < 2 && !signal_waits && !cancel_waits) {
+            if id == 0 || (w.load.get() < 2 && !signal_waits && !cancel_waits) {
                 // Idle, or nothing else there to preempt for (a lone
                 // coroutine that computes costs no faster sampling). The
                 // run keeps its start, for `signal_waits` at a later tick.

@@ -212,7 +212,8 @@ impl Worker {
         // find this worker idle, or its thread outlived the program's own
         // (proc_seccomp's doomed child hung, or exited 0 instead of dying
         // by SIGSYS).
-        self.load.fetch_sub(1, Ordering::Relaxed);
+        // This worker's own thread: no locked instruction (`load.rs`).
+        self.load.sub_own(1);
         // Publishes `result` (and the load above) to joiners that look at
         // the state (`join`).
         t.set_done();

@@ -144,7 +144,7 @@ pub fn retire_idle(keep: Option<usize>) -> Vec<i32> {
             || w.index == 0
             || !w.started.load(Ordering::Acquire)
             || w.dead.load(Ordering::Relaxed)
-            || w.load.load(Ordering::Relaxed) != 0
+            || w.load.get() != 0
         {
             continue;
         }

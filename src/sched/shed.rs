@@ -81,8 +81,9 @@ impl Worker {
         // SAFETY: the word lies in `t`'s block at the offset it has in this
         // thread's (module doc of `static_tls`); nothing runs on the block.
         unsafe { *(tp.wrapping_add(off) as *mut usize) = to as *const Worker as usize };
-        self.load.fetch_sub(1, Ordering::Relaxed);
-        to.load.fetch_add(1, Ordering::Relaxed);
+        // On the old home, its own thread.
+        self.load.sub_own(1);
+        to.load.add(1);
         t.set_home(to.index);
         super::stats::shed();
         to.push_remote(t);

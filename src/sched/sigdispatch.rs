@@ -82,14 +82,19 @@ pub(super) fn register(t: &TaskRef) {
 }
 
 pub(super) fn unregister(t: &Task) -> bool {
-    if !t.ident.sig.registered.swap(false, Ordering::AcqRel) {
+    // Only the task's end (`signals::task_ended`, from `finish` on its
+    // home worker) unregisters it, once: a load and a store, not a swap
+    // (a locked instruction of each spawn+join).
+    if !t.ident.sig.registered.load(Ordering::Acquire) {
         return false;
     }
+    t.ident.sig.registered.store(false, Ordering::Relaxed);
     let list = shard_of(t.id);
     REGISTRY[list].with(|| t.debug.unlink(list));
     // SAFETY: `register` gave the list this count of `t` (`Arc::into_raw`
     // of a clone, the same pointer as `t`'s); it is taken back once, by
-    // whoever swapped the flag. The caller holds a count of its own.
+    // the task's end, which cleared the flag. The caller holds a count of
+    // its own.
     drop(unsafe { Arc::from_raw(t as *const Task) });
     true
 }

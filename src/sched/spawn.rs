@@ -187,7 +187,7 @@ fn spawn_at(
         let busy = rt.workers.len() > 1
             && w.running_id.load(Ordering::Relaxed) != 0
             && now().saturating_sub(w.running_since.load(Ordering::Relaxed)) > BUSY_NS;
-        w.load.load(Ordering::Relaxed) + if busy { 1 << 20 } else { 0 }
+        w.load.get() + if busy { 1 << 20 } else { 0 }
     };
     let mut target = me;
     // Fork-join: the coroutines here have been joining their children
@@ -232,7 +232,7 @@ fn spawn_at(
     // between the two, to the other worker, next to the first: rayon's
     // two threads then shared one worker for good while main waited alone
     // on the other (`placement_spread`).
-    let mut best = me.map_or(usize::MAX, |m| m.load.load(Ordering::Relaxed));
+    let mut best = me.map_or(usize::MAX, |m| m.load.get());
     for w in rt
         .workers
         .iter()
@@ -254,14 +254,15 @@ fn spawn_at(
     super::stats::live_added();
     match target {
         Some(w) => {
-            w.load.fetch_add(1, Ordering::Relaxed);
             t.set_home(w.index);
             if me.is_some_and(|m| m.index == w.index) {
+                w.load.add_own(1);
                 w.push_fresh(t.clone());
                 if spawner_busy {
                     wake_thief(rt, w);
                 }
             } else {
+                w.load.add(1);
                 w.placed.push(t.clone());
                 w.notify();
             }
@@ -298,9 +299,9 @@ pub fn take_for_join(t: &TaskRef) {
         return;
     }
     if let Some(w) = rt.workers.get(home) {
-        w.load.fetch_sub(1, Ordering::Relaxed);
+        w.load.sub(1);
     }
-    me.load.fetch_add(1, Ordering::Relaxed);
+    me.load.add_own(1);
     t.set_home(me.index);
     me.push_local(t.clone());
 }
@@ -313,7 +314,7 @@ pub fn spawn_main(entry: Entry, stack_size: usize) -> Result<TaskRef, i32> {
     reserve_stack(&t, Some(w))?;
     super::signals::main_created(&t);
     super::stats::live_added();
-    w.load.fetch_add(1, Ordering::Relaxed);
+    w.load.add_own(1);
     t.set_home(w.index);
     w.push_local(t.clone());
     Ok(t)

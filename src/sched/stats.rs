@@ -68,7 +68,7 @@ static LIVE: AtomicI64 = AtomicI64::new(0);
 
 /// Whether the peak is wanted: CORUN_STATS, or a dump signal.
 #[inline]
-fn counts_live() -> bool {
+pub(super) fn counts_live() -> bool {
     runtime().is_some_and(|rt| rt.config.stats || rt.config.dump_signal != 0)
 }
 
@@ -280,7 +280,7 @@ pub fn report() -> String {
                         "never started"
                     },
                     w.switches.load(Relaxed),
-                    w.load.load(Relaxed)
+                    w.load.get()
                 ),
             );
         }

@@ -267,7 +267,7 @@ fn hand_off(rt: &'static Runtime, stalled: &'static Worker) {
     loop {
         let target = others
             .iter()
-            .min_by_key(|w| w.load.load(Ordering::Relaxed))
+            .min_by_key(|w| w.load.get())
             .expect("not empty");
         if !target.started.load(Ordering::Acquire)
             && super::runtime::ensure_started(target).is_err()

@@ -94,7 +94,7 @@ pub struct Worker {
     /// ahead of `inbox`.
     handoff: AtomicPtr<Task>,
     /// Live tasks homed on this worker (placement heuristic).
-    pub load: AtomicUsize,
+    pub load: super::load::Load,
     pub(super) sleeping: AtomicBool,
     /// The worker's thread is (or is about to be) blocked in the kernel in
     /// its sleep: set by the worker just before the blocking wait, cleared
@@ -303,7 +303,7 @@ impl Worker {
             cpu: AtomicI32::new(-1),
             wake,
             unstarted_epoll: AtomicI32::new(-1),
-            load: AtomicUsize::new(0),
+            load: super::load::Load::default(),
             tid: AtomicI32::new(0),
             running_id: AtomicU64::new(0),
             own_wait: AtomicU32::new(0),
@@ -487,7 +487,7 @@ impl Worker {
     pub(super) fn move_never_run(&'static self, to: &'static Worker, max: usize) -> usize {
         // Counted on `to` before its tasks can run (and end) there, so its
         // count never drops below what it runs; the excess goes after.
-        to.load.fetch_add(max, Ordering::Relaxed);
+        to.load.add(max);
         let mut moved = 0;
         let mut chunk: [Option<TaskRef>; MOVE_CHUNK] = [const { None }; MOVE_CHUNK];
         'more: while moved < max {
@@ -518,9 +518,9 @@ impl Worker {
                 break 'more; // the queues ran dry
             }
         }
-        to.load.fetch_sub(max - moved, Ordering::Relaxed);
+        to.load.sub(max - moved);
         if moved > 0 {
-            self.load.fetch_sub(moved, Ordering::Relaxed);
+            self.load.sub(moved);
             to.notify();
         }
         moved
