@@ -133,7 +133,7 @@ extern "C" fn corun_main(argc: c_int, argv: *mut *mut c_char, envp: *mut *mut c_
     };
     MAIN_TASK.store(task.id, Ordering::Relaxed);
     sched::run_until_done(&task);
-    let r = sched::fdtable::lock(&task.join).result;
+    let r = task.join.lock().result;
     r as isize as c_int
 }
 

@@ -63,6 +63,7 @@ pub mod signals;
 pub mod slice;
 pub mod solo;
 pub mod spawn;
+pub mod spin_lock;
 pub mod stack_pool;
 pub mod startname;
 pub mod stats;
@@ -190,7 +191,7 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
         return join_parked(t);
     }
     {
-        let mut j = fdtable::lock(&t.join);
+        let mut j = t.join.lock();
         if j.claimed {
             return Err(JoinError::Claimed);
         }
@@ -203,15 +204,15 @@ pub fn join(t: &TaskRef) -> Result<usize, JoinError> {
     loop {
         let p = ThreadParker::new();
         {
-            let mut j = fdtable::lock(&t.join);
+            let mut j = t.join.lock();
             if !j.done {
                 j.joiner = Some(Waiter::Thread(p.clone()));
             }
         }
-        if !fdtable::lock(&t.join).done {
+        if !t.join.lock().done {
             p.park(None);
         }
-        let j = fdtable::lock(&t.join);
+        let j = t.join.lock();
         if j.done {
             return Ok(j.result);
         }
@@ -234,7 +235,7 @@ fn join_parked(t: &TaskRef) -> Result<usize, JoinError> {
         waitdesc::describe(waitdesc::Cause::Join, t.id);
         park_cancelable(
             |w| {
-                let mut j = fdtable::lock(&t.join);
+                let mut j = t.join.lock();
                 if first {
                     if j.claimed {
                         answer = Some(Err(JoinError::Claimed));
@@ -264,7 +265,7 @@ fn join_parked(t: &TaskRef) -> Result<usize, JoinError> {
             return Ok(t.result.load(std::sync::atomic::Ordering::Relaxed));
         }
         if current().is_some_and(|me| me.ident.cancel_due()) {
-            let mut j = fdtable::lock(&t.join);
+            let mut j = t.join.lock();
             if !j.done {
                 j.claimed = false;
                 j.joiner = None;
@@ -289,7 +290,7 @@ fn join_ended(t: &TaskRef) -> Option<Result<usize, JoinError>> {
         return None;
     }
     {
-        let mut j = fdtable::lock(&t.join);
+        let mut j = t.join.lock();
         if j.claimed {
             return Some(Err(JoinError::Claimed));
         }
@@ -303,7 +304,7 @@ fn join_ended(t: &TaskRef) -> Option<Result<usize, JoinError>> {
 
 /// Gives up the right to join `t` (its memory goes when it ends).
 pub fn detach(t: &TaskRef) -> Result<(), JoinError> {
-    let mut j = fdtable::lock(&t.join);
+    let mut j = t.join.lock();
     if j.claimed {
         return Err(JoinError::Claimed);
     }

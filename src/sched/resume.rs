@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use crate::ctx::{overflow, tls, Coroutine, Resumed, Yielder};
 
-use super::fdtable;
 use super::runtime::runtime;
 use super::task::{Entry, TaskRef};
 use super::worker::{Worker, CURRENT, WORKER};
@@ -219,7 +218,7 @@ impl Worker {
         t.set_done();
         super::stats::live_ended();
         let joiner = {
-            let mut j = fdtable::lock(&t.join);
+            let mut j = t.join.lock();
             j.done = true;
             j.result = if failed {
                 0

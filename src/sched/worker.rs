@@ -180,6 +180,9 @@ pub(super) struct Local {
     /// in an epoll set of its own meanwhile (`solo.rs`).
     pub(super) fd_parks: Cell<u32>,
     pub(super) overflow_slot: Cell<*const Cell<*const overflow::Running>>,
+    /// Task ids this worker's spawns take: the next one and the end of
+    /// the block it took from `NEXT_ID` (`task.rs`).
+    pub(super) ids: Cell<(u64, u64)>,
     /// Free heap blocks of the tasks' size (`sys::block_cache`).
     pub(super) blocks: BlockCache,
     /// Where thread-locals sit relative to a thread pointer, for
@@ -334,6 +337,7 @@ impl Worker {
                 watches_fds: Cell::new(false),
                 fd_parks: Cell::new(0),
                 overflow_slot: Cell::new(std::ptr::null()),
+                ids: Cell::new((0, 0)),
                 blocks: BlockCache::new(),
                 slice_mark: Cell::new(super::slice::NONE),
             },
