@@ -240,14 +240,6 @@ impl Worker {
         }
     }
 
-    /// Takes never-run tasks from another worker whose queue waits: one
-    /// that has been running the same task for a while, or one with a
-    /// backlog (two or more never-run tasks queued). Half of them (at most
-    /// STEAL_BATCH) move here, so that both work through the backlog: 100,000
-    /// coroutines spawned by a busy main all went to the other worker
-    /// (`spawn.rs`: a busy worker is full), which ran them one by one
-    /// while this one idled. One queued task of a switching worker is left
-    /// to it: it runs it soon enough, and taking it would undo placement.
     /// Whether, out of work, this worker might steal (another worker has
     /// never-run tasks queued) or spin (`spin_for_work`: another worker
     /// runs on another CPU): then a look at its epoll that must not block
@@ -259,6 +251,14 @@ impl Worker {
             || self.others_on_cpu(rt, self.note_cpu())
     }
 
+    /// Takes never-run tasks from another worker whose queue waits: one
+    /// that has been running the same task for a while, or one with a
+    /// backlog (two or more never-run tasks queued). Half of them (at most
+    /// STEAL_BATCH) move here, so that both work through the backlog: 100,000
+    /// coroutines spawned by a busy main all went to the other worker
+    /// (`spawn.rs`: a busy worker is full), which ran them one by one
+    /// while this one idled. One queued task of a switching worker is left
+    /// to it: it runs it soon enough, and taking it would undo placement.
     fn steal_from_others(&'static self, rt: &Runtime, now: u64) -> Option<TaskRef> {
         let n = rt.workers.len();
         for k in 1..n {
