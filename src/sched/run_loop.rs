@@ -272,7 +272,13 @@ impl Worker {
             if !busy && queued < 2 {
                 continue;
             }
-            v.move_never_run(self, (queued / 2).clamp(1, STEAL_BATCH));
+            // Level the two workers' live tasks, not only the backlog: a
+            // thread stays on the worker that first ran it, and a thief
+            // that took half of each backlog of a burst of connections
+            // (a main accepting them holds its worker) homed most of them
+            // for good. One task at least: an idle thief runs something.
+            let level = v.load.get().saturating_sub(self.load.get()) / 2;
+            v.move_never_run(self, (queued / 2).min(level).clamp(1, STEAL_BATCH));
             if let Some(t) = self.pop_placed(rt) {
                 return Some(t);
             }
