@@ -8,7 +8,12 @@
  * heap called them by name, so they bound to the program's: mold aborted
  * at its first malloc under corun (its allocator's open went through
  * corun's hook, which allocated). Then threads allocate, wait on pipes and
- * free, and the program prints what they computed. */
+ * free, and the program prints what they computed.
+ *
+ * Built with -DOWN_MALLOC_LIBRARY -shared -fPIC it is only the allocator, a
+ * library to load after libcorun.so (LD_PRELOAD="libcorun.so lib.so": the
+ * order of a program that links tcmalloc), whose __libc_* names end the
+ * process if called: dlsym(RTLD_NEXT) would have found them there. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,7 +30,9 @@
 static char *arena;
 static atomic_size_t used;
 static atomic_int state; /* 0 not set up, 1 setting up, 2 ready */
+#ifndef OWN_MALLOC_LIBRARY
 static atomic_long libc_named_calls;
+#endif
 
 static void say(const char *s)
 {
@@ -95,12 +102,23 @@ void *valloc(size_t n) { return take(n, 4096); }
 void *pvalloc(size_t n) { return take((n + 4095) & ~(size_t)4095, 4096); }
 size_t malloc_usable_size(void *p) { return p ? ((size_t *)p)[-1] : 0; }
 
-void *__libc_malloc(size_t n) { atomic_fetch_add(&libc_named_calls, 1); return malloc(n); }
-void __libc_free(void *p) { atomic_fetch_add(&libc_named_calls, 1); free(p); }
-void *__libc_calloc(size_t n, size_t s) { atomic_fetch_add(&libc_named_calls, 1); return calloc(n, s); }
-void *__libc_realloc(void *p, size_t n) { atomic_fetch_add(&libc_named_calls, 1); return realloc(p, n); }
-void *__libc_memalign(size_t a, size_t n) { atomic_fetch_add(&libc_named_calls, 1); return memalign(a, n); }
+#ifdef OWN_MALLOC_LIBRARY
+#define NOTE_LIBC_NAMED_CALL()                                                  \
+    do {                                                                        \
+        say("own_libc_malloc: the allocator's __libc_* name was called\n"); \
+        _exit(4);                                                               \
+    } while (0)
+#else
+#define NOTE_LIBC_NAMED_CALL() atomic_fetch_add(&libc_named_calls, 1)
+#endif
 
+void *__libc_malloc(size_t n) { NOTE_LIBC_NAMED_CALL(); return malloc(n); }
+void __libc_free(void *p) { NOTE_LIBC_NAMED_CALL(); free(p); }
+void *__libc_calloc(size_t n, size_t s) { NOTE_LIBC_NAMED_CALL(); return calloc(n, s); }
+void *__libc_realloc(void *p, size_t n) { NOTE_LIBC_NAMED_CALL(); return realloc(p, n); }
+void *__libc_memalign(size_t a, size_t n) { NOTE_LIBC_NAMED_CALL(); return memalign(a, n); }
+
+#ifndef OWN_MALLOC_LIBRARY
 /* The first call comes before main, as libstdc++'s start-up makes it in mold. */
 __attribute__((constructor)) static void early(void)
 {
@@ -154,3 +172,4 @@ int main(void)
     printf("calls to the program's __libc_* names: %ld\n", atomic_load(&libc_named_calls));
     return 0;
 }
+#endif

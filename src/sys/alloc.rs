@@ -19,10 +19,10 @@
 //! freed by the runtime; what it hands to the program or takes from it
 //! (`__cxa_demangle`'s string) goes through `libc::malloc`/`libc::free`.
 //!
-//! Those names are looked up in the objects after libcorun.so (glibc), not
-//! linked by name: an allocator built to replace malloc defines them too
-//! (mimalloc, statically linked into mold; tcmalloc; jemalloc), and a
-//! reference by name binds to the executable's first.
+//! Those names are looked up with glibc's symbol version, not linked by
+//! name: an allocator built to replace malloc defines them too (mimalloc,
+//! statically linked into mold; tcmalloc; jemalloc), and a reference by
+//! name binds to the executable's first.
 //! mold aborted at start under corun: mimalloc, setting itself up at its
 //! first call, opened a file; corun's `open` hook allocated, and that
 //! allocation re-entered mimalloc (`own_libc_malloc`).
@@ -53,24 +53,33 @@ fn glibc(i: usize) -> *mut c_void {
     }
 }
 
-/// Looks the five up in the objects after libcorun.so, glibc (the way
-/// `sys::real` finds every real function: `dlsym(RTLD_NEXT)`, which
-/// allocates nothing when it finds the name; a handle from `dlopen` would
-/// have, through the program's malloc). Racing first calls store the same
-/// addresses.
+/// The version glibc gave its `__libc_*` names on this architecture.
+#[cfg(target_arch = "x86_64")]
+const GLIBC_VERSION: &std::ffi::CStr = c"GLIBC_2.2.5";
+#[cfg(target_arch = "aarch64")]
+const GLIBC_VERSION: &std::ffi::CStr = c"GLIBC_2.17";
+
+/// Looks the five up by name and glibc's version (`dlvsym`): a versioned
+/// lookup passes over an allocator's unversioned definitions wherever
+/// they are loaded, before libcorun.so (the executable's: mold) or after it
+/// (a library the program links: tcmalloc, mimalloc), which plain `dlsym`,
+/// `RTLD_NEXT` included, would return. It allocates nothing when the name
+/// is found (glibc is loaded at start-up, so no dependency is recorded; a
+/// handle from `dlopen` would have allocated, through the program's
+/// malloc). Racing first calls store the same addresses.
 #[cold]
 fn look_up(i: usize) -> *mut c_void {
     for (slot, name) in FNS.iter().zip(NAMES) {
-        match crate::sys::real::resolve(name) {
-            Some(p) => slot.store(p, Ordering::Release),
-            None => {
-                crate::sys::raw_stderr(b"corun: cannot find glibc's ");
-                crate::sys::raw_stderr(name.to_bytes());
-                crate::sys::raw_stderr(b"\n");
-                // SAFETY: abort never returns.
-                unsafe { libc::abort() }
-            }
+        // SAFETY: both strings are NUL-terminated; RTLD_DEFAULT is valid.
+        let p = unsafe { libc::dlvsym(libc::RTLD_DEFAULT, name.as_ptr(), GLIBC_VERSION.as_ptr()) };
+        if p.is_null() {
+            crate::sys::raw_stderr(b"corun: cannot find glibc's ");
+            crate::sys::raw_stderr(name.to_bytes());
+            crate::sys::raw_stderr(b"\n");
+            // SAFETY: abort never returns.
+            unsafe { libc::abort() }
         }
+        slot.store(p, Ordering::Release);
     }
     FNS[i].load(Ordering::Acquire)
 }
