@@ -17,6 +17,7 @@ command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless) # tests: a thre
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)    # scripts/tests/ripgrep.sh: a threaded Rust program
 command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools) # scripts/tests/co_kv_redis.sh: redis-cli, redis-benchmark
 [ -x /usr/bin/redis-server ] || need+=(redis-server) # scripts/tests/redis_startup.sh (skipped without it: CI on a fresh machine did)
+command -v mold >/dev/null 2>&1 || need+=(mold)   # scripts/tests/own_libc_malloc.sh: a linker with its own malloc (mimalloc) that defines __libc_malloc
 # scripts/tests/mariadb.sh and make bench: a real thread-per-connection server
 [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
