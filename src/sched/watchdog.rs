@@ -206,8 +206,8 @@ fn run(rt: &'static Runtime) {
                 }
             }
             // A task that keeps calling into corun (spawning, yielding) is
-            // not stuck: idle workers steal its worker's never-run tasks,
-            // half a backlog at a time (`run_loop.rs`). Handing all of
+            // not stuck: idle workers steal its worker's never-run tasks
+            // (`run_loop.rs`: to the level of the two loads). Handing all of
             // them to the least loaded worker, every period, homed most
             // threads of a burst there for good: a main accepting 10,000
             // connections from wrk held its worker past the stall time,
