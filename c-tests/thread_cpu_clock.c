@@ -96,7 +96,17 @@ int main(void)
     printf("main's own clock through pthread_getcpuclockid moves as it computes: %s\n", r == 0 && m2 > m1 ? "yes" : "NO");
     go = 1;
     pthread_join(c, NULL);
-    errno = 0;
-    printf("a joined thread's clock: %s\n", ns_of(clk) == -1 && errno == EINVAL ? "EINVAL" : "still there");
+    /* Natively the join returns when the kernel clears the thread's tid,
+     * a moment before it releases the thread: its clock may still read for
+     * that moment (the clean-clone CI saw "still there" natively once).
+     * Gone within a second is what is asked. */
+    int gone = 0;
+    for (int i = 0; i < 200 && !gone; i++) {
+        errno = 0;
+        gone = ns_of(clk) == -1 && errno == EINVAL;
+        if (!gone)
+            usleep(5000);
+    }
+    printf("a joined thread's clock: %s\n", gone ? "EINVAL" : "still there");
     return 0;
 }
