@@ -11,7 +11,7 @@
 //! blocks, a wake-up asked for from a handler); registering costs each
 //! spawn one uncontended spin lock (of 16 shards).
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::runtime::runtime;
@@ -20,6 +20,7 @@ use super::sigmask::{self, bit};
 use super::signals::{
     kick_if_running, main_ref, open, wants_wake, DISPATCHING, PROC_PENDING, SCAN, WORK,
 };
+use super::spin_lock::SpinLock;
 use super::task::{Task, TaskRef, DONE};
 
 // ---------------------------------------------------------------------------
@@ -40,7 +41,7 @@ use super::task::{Task, TaskRef, DONE};
 /// the list of its shard, linked under the shard's lock.
 const SHARDS: usize = super::debugreg::LISTS;
 
-/// A shard's lock: a spin lock (not a Mutex: a forked child must be able
+/// A shard's lock: a `SpinLock` (not a Mutex: a forked child must be able
 /// to take it back from a thread that does not exist there). Each on lines
 /// of its own: packed, the 16 locks were one line, which a spawner's
 /// `register` and another worker's `unregister` took from each other at
@@ -48,23 +49,19 @@ const SHARDS: usize = super::debugreg::LISTS;
 /// workers: main spawns on worker 0 while worker 1 ends the tasks).
 #[repr(align(128))]
 pub(super) struct Shard {
-    pub(super) lock: AtomicBool,
+    lock: SpinLock<()>,
 }
 
 pub(super) static REGISTRY: [Shard; SHARDS] = [const {
     Shard {
-        lock: AtomicBool::new(false),
+        lock: SpinLock::new(()),
     }
 }; SHARDS];
 
 impl Shard {
     pub(super) fn with<R>(&self, f: impl FnOnce() -> R) -> R {
-        while self.lock.swap(true, Ordering::Acquire) {
-            std::hint::spin_loop();
-        }
-        let r = f();
-        self.lock.store(false, Ordering::Release);
-        r
+        let _held = self.lock.lock();
+        f()
     }
 }
 
@@ -160,7 +157,9 @@ pub fn find_id(id: u64) -> Option<TaskRef> {
 /// task of the parent's world), their locks free.
 pub(super) fn forget_all_after_fork() {
     for sh in &REGISTRY {
-        sh.lock.store(false, Ordering::Release);
+        // SAFETY: a forked child has one thread, this one, which holds no
+        // guard: a holder the lock may remember was a parent's thread.
+        unsafe { sh.lock.force_unlock() };
     }
     super::debugreg::after_fork_child();
 }

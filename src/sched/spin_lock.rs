@@ -18,7 +18,10 @@
 //!
 //! Like the `Mutex` it replaces, it is not for a signal handler (a handler
 //! that interrupted the holder on its thread would spin for ever), and a
-//! forked child finds it as the forking thread saw it.
+//! forked child finds it as the forking thread saw it (`force_unlock`
+//! takes it back from a parent's thread). The signal registry's shards
+//! (`sigdispatch.rs`), a hand-written spin lock of the same kind before,
+//! are one too.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
@@ -58,6 +61,15 @@ impl<T> SpinLock<T> {
             self.lock_contended();
         }
         SpinGuard { lock: self }
+    }
+
+    /// Lets go of the lock whoever holds it.
+    ///
+    /// # Safety
+    /// No guard of it may be alive: for a forked child, whose only thread
+    /// holds none, when the holder was one of the parent's other threads.
+    pub unsafe fn force_unlock(&self) {
+        self.locked.store(false, Ordering::Release);
     }
 
     #[cold]
