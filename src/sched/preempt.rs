@@ -24,6 +24,11 @@
 //! preempt one that computes. Preempted tasks then wait behind every
 //! task that woke (`run_queue.rs`), the ones the worker's poll wakes at
 //! the preemption included (`yield_preempted`).
+//! A run that a thread woken there waits behind is also preempted after
+//! 100 us of CPU (seen at two looks) when another worker sleeps for lack
+//! of work: the preempted thread then moves there (`shed.rs`), as the
+//! kernel would run the woken thread on the idle CPU
+//! (`preempt_monitor::waits_beside_idle`).
 //! Either way only when the worker has other live tasks
 //! (`load` >= 2: runnable ones, or parked ones whose timer, fd or signal
 //! only the worker itself notices), and the worker's thread is running

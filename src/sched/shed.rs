@@ -17,7 +17,9 @@
 //! target's inbox hands it over with a release and an acquire. A thread
 //! that waits for I/O or a timer stays where it is registered; Go's
 //! scheduler steals runnable goroutines from any queue, which corun's
-//! single-owner run queues (`fifo.rs`) do not allow.
+//! single-owner run queues (`fifo.rs`) do not allow. So when a thread
+//! that woke waits behind a short run while a worker sleeps, the monitor
+//! preempts the run to move it (`preempt_monitor::waits_beside_idle`).
 //!
 //! What moves with it (docs/ARCHITECTURE.md §9): its TLS block (errno,
 //! `__thread`, corun's own words in it: `WORKER` is rewritten here), its
