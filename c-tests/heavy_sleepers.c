@@ -1,23 +1,28 @@
 /*
- * Two threads that compute about a millisecond and sleep 50 us in turn
- * run on different CPUs natively, whatever order they were made in. Here
- * they are made as heavy, light, heavy, light; with two workers,
+ * Two threads that compute about a millisecond and then wait a moment, in
+ * turn, run on different CPUs natively, whatever order they were made in.
+ * Here they are made as heavy, light, heavy, light; with two workers,
  * placement homed both heavy ones on one worker in about 4 runs of 10,
  * and once the light ones ended the other worker idled while the heavy
- * ones took turns (1.5-1.7x the native wall time). Their runs are too
+ * ones took turns (1.7-2x the native wall time). Their runs are too
  * short for a slice to preempt them, so the thread that woke behind a run
  * waited for it, as a thread woken on a busy CPU would not have: the
  * kernel puts it on the idle one.
  *
+ * Mode "sleep": each heavy thread sleeps 50 us between runs (a timer wakes
+ * it). Mode "io": each waits for a byte on a pipe from a client process
+ * (forked first) and answers it after its run (readiness wakes it).
+ *
  * Each heavy thread reads its kernel thread (/proc/thread-self) after
  * each of its 400 runs; output: in how many of the last 200 the two were
  * on the same kernel thread, and each heavy thread's checksum. Exit 1 if
- * a thread failed.
+ * a thread or the client failed.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define RUNS 400
@@ -25,12 +30,17 @@
 
 static char where[2][RUNS][64];
 static unsigned long sums[2];
+static int io_mode;
+static int req[2][2], rep[2][2];
 
 static void *heavy(void *arg)
 {
     long k = (long)arg;
     unsigned long s = 0;
+    char c = 0;
     for (int i = 0; i < RUNS; i++) {
+        if (io_mode && read(req[k][0], &c, 1) != 1)
+            return (void *)1;
         for (unsigned long j = 0; j < WORK; j++)
             s = s * 31 + j;
         /* Keeps the loop's result: the compiler may not drop the work. */
@@ -39,7 +49,12 @@ static void *heavy(void *arg)
         if (n <= 0)
             return (void *)1;
         where[k][i][n] = 0;
-        usleep(50);
+        if (io_mode) {
+            if (write(rep[k][1], &c, 1) != 1)
+                return (void *)1;
+        } else {
+            usleep(50);
+        }
     }
     sums[k] = s;
     return NULL;
@@ -52,8 +67,39 @@ static void *light(void *arg)
     return NULL;
 }
 
-int main(void)
+/* The client process: one byte to each heavy thread, then both answers. */
+static void client(void)
 {
+    char c = 'x';
+    for (int i = 0; i < RUNS; i++) {
+        for (int k = 0; k < 2; k++)
+            if (write(req[k][1], &c, 1) != 1)
+                _exit(1);
+        for (int k = 0; k < 2; k++)
+            if (read(rep[k][0], &c, 1) != 1)
+                _exit(1);
+    }
+    _exit(0);
+}
+
+int main(int argc, char **argv)
+{
+    io_mode = argc > 1 && strcmp(argv[1], "io") == 0;
+    pid_t child = -1;
+    if (io_mode) {
+        for (int k = 0; k < 2; k++)
+            if (pipe(req[k]) != 0 || pipe(rep[k]) != 0) {
+                perror("pipe");
+                return 1;
+            }
+        child = fork();
+        if (child < 0) {
+            perror("fork");
+            return 1;
+        }
+        if (child == 0)
+            client();
+    }
     pthread_t t[4];
     void *(*fn[4])(void *) = {heavy, light, heavy, light};
     long arg[4] = {0, 0, 1, 0};
@@ -68,8 +114,15 @@ int main(void)
         pthread_join(t[i], &r);
         failed |= r != NULL;
     }
+    if (io_mode) {
+        int st;
+        if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "the client failed\n");
+            return 1;
+        }
+    }
     if (failed) {
-        fprintf(stderr, "a thread could not read /proc/thread-self\n");
+        fprintf(stderr, "a heavy thread failed\n");
         return 1;
     }
     int same = 0;

@@ -75,6 +75,7 @@ impl Worker {
     /// `open_for_start`.
     pub(super) fn set_epoll(&self, epoll: Epoll) {
         self.local.epoll.set(epoll);
+        self.epoll_fd.store(epoll.fd(), Ordering::Relaxed);
         self.unstarted_epoll.store(-1, Ordering::Relaxed);
     }
 
@@ -114,6 +115,7 @@ impl Worker {
         // The parent's epoll fd stays open in the child (closing it would
         // not affect the parent, but it is simply no longer used).
         self.local.epoll.set(epoll);
+        self.epoll_fd.store(epoll.fd(), Ordering::Relaxed);
         self.local.stale.set(false);
     }
 

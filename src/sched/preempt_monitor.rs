@@ -224,16 +224,39 @@ const PULL_AFTER_NS: u64 = 100_000;
 /// time between them, not wall time: a worker thread that waits for a
 /// CPU the load generator holds is not computing (still 300 in 4 s).
 fn waits_beside_idle(rt: &Runtime, w: &Worker, now: u64) -> bool {
-    (NEXT_TIMER[w.index].load(Ordering::Relaxed) <= now
+    rt.workers.iter().any(|v| {
+        v.index != w.index
+            && v.started.load(Ordering::Relaxed)
+            && !v.dead.load(Ordering::Relaxed)
+            && v.sleeping.load(Ordering::Relaxed)
+            && v.running_id.load(Ordering::Relaxed) == 0
+    }) && (NEXT_TIMER[w.index].load(Ordering::Relaxed) <= now
         || w.woken_waiting.load(Ordering::Relaxed)
-        || w.has_remote())
-        && rt.workers.iter().any(|v| {
-            v.index != w.index
-                && v.started.load(Ordering::Relaxed)
-                && !v.dead.load(Ordering::Relaxed)
-                && v.sleeping.load(Ordering::Relaxed)
-                && v.running_id.load(Ordering::Relaxed) == 0
-        })
+        || w.has_remote()
+        || readiness_waits(w))
+}
+
+/// Whether worker `w`'s epoll holds readiness it has not collected: a
+/// thread woken by I/O that waits for the worker's next poll (an epoll
+/// fd reads as readable while its ready list is not empty; looking
+/// collects nothing). A wrong answer (the worker replaced its epoll at a
+/// fork) costs one preemption: a thread only moves when the worker's own
+/// poll at the preemption found something to run (`shed.rs`).
+fn readiness_waits(w: &Worker) -> bool {
+    let fd = w.epoll_fd.load(Ordering::Relaxed);
+    if fd < 0 {
+        return false;
+    }
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait; the raw call (corun's `poll`
+    // hook is for the program's calls).
+    let n =
+        unsafe { crate::sys::real::syscall!(libc::SYS_poll, &mut p as *mut libc::pollfd, 1, 0) };
+    n == 1 && p.revents & libc::POLLIN != 0
 }
 
 /// CPU time worker `w`'s thread took since the look `seen` (the time

@@ -81,6 +81,10 @@ pub struct Worker {
     /// The epoll instance `netpoller::open_for_start` made for a worker
     /// whose thread is not running yet, -1 once the thread has it.
     pub(super) unstarted_epoll: AtomicI32,
+    /// The worker's epoll fd once its thread set it up (-1 before), for
+    /// the preemption monitor to look whether readiness waits there
+    /// (`preempt_monitor::waits_beside_idle`); written by the worker.
+    pub(super) epoll_fd: AtomicI32,
     /// Kernel thread id, once started.
     pub tid: AtomicI32,
     /// The worker's thread runs (workers start on first use).
@@ -306,6 +310,7 @@ impl Worker {
             cpu: AtomicI32::new(-1),
             wake,
             unstarted_epoll: AtomicI32::new(-1),
+            epoll_fd: AtomicI32::new(-1),
             load: super::load::Load::default(),
             tid: AtomicI32::new(0),
             running_id: AtomicU64::new(0),
