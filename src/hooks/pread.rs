@@ -46,7 +46,7 @@ fn positioned_file_io(
     Some(if write {
         super::file::pwrite_file(fd, &iov, 1, off, &e.policy)
     } else {
-        super::file::pread_file(fd, &iov, 1, off)
+        super::file::pread_file(fd, &iov, 1, off, &e.policy)
     })
 }
 

@@ -209,7 +209,7 @@ fn write_other_big(fd: c_int, iov: *const iovec, cnt: c_int) -> isize {
 pub(crate) fn read_iov(fd: c_int, iov: *const iovec, cnt: c_int) -> Option<isize> {
     let e = fdtable::get(fd)?;
     if fd_kind(fd, e) == fdtable::KIND_FILE {
-        return Some(super::file::read_file(fd, iov, cnt));
+        return Some(super::file::read_file(fd, iov, cnt, &e.policy));
     }
     note_io_buffer(IoBuf::Read, iov_base(iov, cnt));
     let mut unsupported = false;

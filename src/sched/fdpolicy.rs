@@ -55,6 +55,15 @@ pub const WRITES_INLINE: u8 = 2;
 /// FUSE filesystem, whose writes may wait for a server).
 pub const WRITES_POOL: u8 = 3;
 
+/// How a regular file's reads that the kernel cannot make with
+/// RWF_NOWAIT are made (`FdPolicy::file_reads`): not learned yet, inline
+/// (a file the kernel makes from memory: procfs, cgroupfs), or on the
+/// blocking pool (anything else: the read may wait for a device or a
+/// server).
+pub const READS_UNKNOWN: u8 = 0;
+pub const READS_INLINE: u8 = 1;
+pub const READS_POOL: u8 = 2;
+
 /// The program's O_NONBLOCK wish is not known (ask the kernel once).
 pub const NB_UNKNOWN: u8 = 0;
 pub const NB_OFF: u8 = 1;
@@ -85,6 +94,8 @@ pub struct FdPolicy {
     /// `hooks/file.rs` epoch it was learned in (0: never learned): the
     /// decision holds while no `fcntl(F_SETFL)` has set O_DIRECT since.
     pub file_writes: AtomicU32,
+    /// A regular file's `READS_*` (`hooks/file.rs`): 0 not learned yet.
+    pub file_reads: AtomicU8,
     /// Which file the fd named when a call of generation `file_gen` last
     /// parked on it (`same_file`): an fd replaced behind corun's back is
     /// noticed before a call waits on the old file's registration.
@@ -123,6 +134,7 @@ impl FdPolicy {
         self.tcp.store(false, Ordering::Relaxed);
         self.own_gen.store(0, Ordering::Relaxed);
         self.file_writes.store(0, Ordering::Relaxed);
+        self.file_reads.store(0, Ordering::Relaxed);
     }
 
     /// Copies what was learned about `other` (dup: the new fd shares the
@@ -140,6 +152,8 @@ impl FdPolicy {
             .store(other.tcp.load(Ordering::Relaxed), Ordering::Relaxed);
         self.file_writes
             .store(other.file_writes.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.file_reads
+            .store(other.file_reads.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// A read the program made non-blocking found the socket empty; `seen`
