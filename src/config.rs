@@ -64,7 +64,11 @@ impl Config {
             }
         };
         let workers = match s("CORUN_WORKERS")? {
-            None => crate::sys::available_cpus().clamp(1, MAX_WORKERS),
+            // The CPUs the affinity mask allows, fewer if the cgroup's
+            // CPU bandwidth limit is lower (`sys/cgroup_cpu.rs`).
+            None => crate::sys::available_cpus()
+                .min(crate::sys::cgroup_cpu::cpu_limit().unwrap_or(usize::MAX))
+                .clamp(1, MAX_WORKERS),
             Some(v) => match v.parse::<usize>() {
                 Ok(n) if (1..=MAX_WORKERS).contains(&n) => n,
                 _ => {

@@ -5,6 +5,7 @@
 
 pub mod alloc;
 pub mod block_cache;
+pub mod cgroup_cpu;
 pub mod epoll;
 pub mod nocancel;
 pub mod private_read;
