@@ -446,3 +446,17 @@ pub(crate) fn eagain() -> isize {
     set_errno(libc::EAGAIN);
     -1
 }
+
+/// At the entry of a call that is a cancellation point in glibc (read,
+/// write, open, close...): a request already due acts here, before the
+/// call, even when the call would not wait. glibc's wrappers test for a
+/// pending request before the system call, so natively a thread that only
+/// reads files (netdata's proc plugin, /proc files in a loop) ends at its
+/// next such call; acting only at the next wait let it run on, leave its
+/// loop by itself and meet the request in its cleanup handler.
+#[inline]
+pub(crate) fn cancel_entry() {
+    if let Some(t) = crate::sched::current() {
+        crate::sched::identity::cancel_point(&t.ident);
+    }
+}
