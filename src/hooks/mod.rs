@@ -460,3 +460,16 @@ pub(crate) fn cancel_entry() {
         crate::sched::identity::cancel_point(&t.ident);
     }
 }
+
+/// At the entry of read, write, readv, writev, pread and pwrite:
+/// `cancel_entry`, and a turn for the others when the caller has held its
+/// worker for a slice without a switch (`sched::slice`). Natively the
+/// kernel preempts a thread that loops on such calls (a file, /dev/null,
+/// a pipe or socket that always has room or data); corun's preemption
+/// refuses a thread whose pc is in glibc or corun, where such a loop
+/// spends its time, so a sleeper on its worker waited up to seconds.
+#[inline]
+pub(crate) fn rw_entry() {
+    cancel_entry();
+    crate::sched::slice::yield_if_slice_spent();
+}
