@@ -42,9 +42,12 @@
 //! connect, recv, send...), poll/select/epoll_wait, sleeps, condition and
 //! semaphore waits, joins (`sched::park_cancelable`,
 //! `sched::sync::wait_cancelable`), and `pthread_testcancel`. A due request
-//! acts there as `pthread_exit(PTHREAD_CANCELED)`. A call that does not
-//! need to wait (data already there) does not act: it returns its result,
-//! and the next wait acts.
+//! acts there as `pthread_exit(PTHREAD_CANCELED)`. read, write, readv,
+//! writev, pread, pwrite, open, openat and close also act on a request
+//! already due at their entry, as glibc's wrappers do, even when they would
+//! not wait (`hooks::cancel_entry`: a regular file, /dev/null). Other calls
+//! that do not need to wait (data already there) do not act: they return
+//! their result, and the next wait acts.
 //!
 //! Asynchronous cancellation (`PTHREAD_CANCEL_ASYNCHRONOUS`, enabled): a
 //! request acts wherever the thread waits, not only at cancellation

@@ -70,6 +70,10 @@ pub(crate) mod next {
 
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if !crate::sched::lone::nothing_parks() {
+        // Before the fd is forgotten: a cancelled close leaves it open.
+        super::cancel_entry();
+    }
     if !fdtable::forget_for_close(fd) {
         return super::ebadf();
     }

@@ -340,6 +340,7 @@ fn open_lone(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c
 
 #[inline(never)]
 fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint, large: bool) -> c_int {
+    super::cancel_entry();
     let flags = if large {
         flags | libc::O_LARGEFILE
     } else {

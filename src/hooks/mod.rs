@@ -446,3 +446,30 @@ pub(crate) fn eagain() -> isize {
     set_errno(libc::EAGAIN);
     -1
 }
+
+/// At the entry of a call that is a cancellation point in glibc (read,
+/// write, open, close...): a request already due acts here, before the
+/// call, even when the call would not wait. glibc's wrappers test for a
+/// pending request before the system call, so natively a thread that only
+/// reads files (netdata's proc plugin, /proc files in a loop) ends at its
+/// next such call; acting only at the next wait let it run on, leave its
+/// loop by itself and meet the request in its cleanup handler.
+#[inline]
+pub(crate) fn cancel_entry() {
+    if let Some(t) = crate::sched::current() {
+        crate::sched::identity::cancel_point(&t.ident);
+    }
+}
+
+/// At the entry of read, write, readv, writev, pread and pwrite:
+/// `cancel_entry`, and a turn for the others when the caller has held its
+/// worker for a slice without a switch (`sched::slice`). Natively the
+/// kernel preempts a thread that loops on such calls (a file, /dev/null,
+/// a pipe or socket that always has room or data); corun's preemption
+/// refuses a thread whose pc is in glibc or corun, where such a loop
+/// spends its time, so a sleeper on its worker waited up to seconds.
+#[inline]
+pub(crate) fn rw_entry() {
+    cancel_entry();
+    crate::sched::slice::yield_if_slice_spent();
+}

@@ -63,6 +63,7 @@ pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: i6
         // SAFETY: the caller's pread64 contract.
         return unsafe { real::pread64(fd, buf, n, off) };
     }
+    super::rw_entry();
     // SAFETY: as above.
     unsafe { pread64_hooked(fd, buf, n, off) }
 }
@@ -89,6 +90,7 @@ pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, n: size_t, off:
         // SAFETY: the caller's pwrite64 contract.
         return unsafe { real::pwrite64(fd, buf, n, off) };
     }
+    super::rw_entry();
     // SAFETY: as above.
     unsafe { pwrite64_hooked(fd, buf, n, off) }
 }

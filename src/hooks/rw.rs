@@ -385,6 +385,7 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
         // SAFETY: the caller's read contract.
         return unsafe { real::read(fd, buf, n) };
     }
+    super::rw_entry();
     if let Some(e) = super::program_nonblocking(fd) {
         // SAFETY: the caller's read contract.
         return unsafe { read_as_is(e, fd, buf, n) };
@@ -427,6 +428,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
         // SAFETY: the caller's write contract.
         return unsafe { real::write(fd, buf, n) };
     }
+    super::rw_entry();
     if super::program_nonblocking(fd).is_some() {
         // SAFETY: as above (an fd the program made non-blocking itself).
         return unsafe { nocancel::write(fd, buf, n) };
@@ -457,6 +459,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
         // SAFETY: the caller's readv contract.
         return unsafe { real::readv(fd, iov, cnt) };
     }
+    super::rw_entry();
     if let Some(e) = super::program_nonblocking(fd) {
         // SAFETY: the caller's readv contract.
         return unsafe { readv_as_is(e, fd, iov, cnt) };
@@ -493,6 +496,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
         // SAFETY: the caller's writev contract.
         return unsafe { real::writev(fd, iov, cnt) };
     }
+    super::rw_entry();
     if super::program_nonblocking(fd).is_some() {
         // SAFETY: as above (an fd the program made non-blocking itself).
         return unsafe { nocancel::writev(fd, iov, cnt) };
