@@ -100,7 +100,7 @@ fn read_io(fd: c_int, iov: *const libc::iovec, cnt: c_int, offset: i64, p: &FdPo
         // preadv (readv at offset -1).
         return unsafe { crate::sys::real::preadv2(fd, iov, cnt, offset, 0) };
     }
-    file_io(fd, iov, cnt, offset, None, Some(p))
+    file_io(fd, iov, cnt, offset, false, p)
 }
 
 /// procfs and cgroup (v1, v2) `statfs` types: their files are made from
@@ -167,7 +167,7 @@ fn write_io(fd: c_int, iov: *const libc::iovec, cnt: c_int, offset: i64, p: &FdP
         // pwritev (writev at offset -1).
         return unsafe { crate::sys::real::pwritev2(fd, iov, cnt, offset, 0) };
     }
-    file_io(fd, iov, cnt, offset, Some(p), None)
+    file_io(fd, iov, cnt, offset, true, p)
 }
 
 /// Bumped by each `fcntl(F_SETFL)` that sets O_DIRECT (`flags_set`): a
@@ -229,19 +229,43 @@ fn learn_writes(fd: c_int) -> u8 {
     }
 }
 
+/// Whether a read or write of `total` bytes that the kernel refused to
+/// make with RWF_NOWAIT is made inline all the same: a read of a
+/// `MEMORY_FS` file (`learn_reads`), a small write to a local disk
+/// filesystem (`learn_writes`); each learned once per fd.
+fn inline_when_refused(fd: c_int, write: bool, total: usize, p: &FdPolicy) -> bool {
+    if write {
+        let mut w = known_writes(p);
+        if w == fdtable::WRITES_UNKNOWN {
+            let epoch = writes_epoch();
+            w = learn_writes(fd);
+            p.file_writes
+                .store(epoch << 2 | w as u32, Ordering::Relaxed);
+        }
+        w == fdtable::WRITES_INLINE && total <= INLINE_WRITE_MAX
+    } else {
+        let mut rd = p.file_reads.load(Ordering::Relaxed);
+        if rd == fdtable::READS_UNKNOWN {
+            rd = learn_reads(fd);
+            p.file_reads.store(rd, Ordering::Relaxed);
+        }
+        rd == fdtable::READS_INLINE
+    }
+}
+
 /// One RWF_NOWAIT attempt inline, the rest (if any) on the pool. `offset`
 /// -1 means the file position (read/write), else an explicit offset
-/// (pread/pwrite, which never move the position). `writes`: a write, and
-/// what is known of the fd's writes.
+/// (pread/pwrite, which never move the position). `p`: what is known of
+/// the fd's reads or writes (`write`); a filesystem that refuses
+/// RWF_NOWAIT is asked once whether the call can be made inline anyway.
 fn file_io(
     fd: c_int,
     iov: *const libc::iovec,
     cnt: c_int,
     offset: i64,
-    writes: Option<&FdPolicy>,
-    reads: Option<&FdPolicy>,
+    write: bool,
+    p: &FdPolicy,
 ) -> isize {
-    let write = writes.is_some();
     let total = super::rw::iov_len(iov, cnt);
     let saved = errno();
     // SAFETY: the caller's readv/writev contract.
@@ -252,33 +276,16 @@ fn file_io(
             crate::sys::real::preadv2(fd, iov, cnt, offset, libc::RWF_NOWAIT)
         }
     };
-    if r < 0 && errno() == libc::EOPNOTSUPP {
-        if let Some(p) = reads {
-            let mut rd = p.file_reads.load(Ordering::Relaxed);
-            if rd == fdtable::READS_UNKNOWN {
-                rd = learn_reads(fd);
-                p.file_reads.store(rd, Ordering::Relaxed);
+    if r < 0 && errno() == libc::EOPNOTSUPP && inline_when_refused(fd, write, total, p) {
+        set_errno(saved);
+        // SAFETY: as in read_io and write_io.
+        return unsafe {
+            if write {
+                crate::sys::real::pwritev2(fd, iov, cnt, offset, 0)
+            } else {
+                crate::sys::real::preadv2(fd, iov, cnt, offset, 0)
             }
-            if rd == fdtable::READS_INLINE {
-                set_errno(saved);
-                // SAFETY: as in read_io.
-                return unsafe { crate::sys::real::preadv2(fd, iov, cnt, offset, 0) };
-            }
-        }
-        if let Some(p) = writes {
-            let mut w = known_writes(p);
-            if w == fdtable::WRITES_UNKNOWN {
-                let epoch = writes_epoch();
-                w = learn_writes(fd);
-                p.file_writes
-                    .store(epoch << 2 | w as u32, Ordering::Relaxed);
-            }
-            if w == fdtable::WRITES_INLINE && total <= INLINE_WRITE_MAX {
-                set_errno(saved);
-                // SAFETY: as in write_io.
-                return unsafe { crate::sys::real::pwritev2(fd, iov, cnt, offset, 0) };
-            }
-        }
+        };
     }
     let done = match r {
         r if r < 0 && matches!(errno(), libc::EAGAIN | libc::EOPNOTSUPP) => 0usize,
