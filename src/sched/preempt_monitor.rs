@@ -227,16 +227,11 @@ const PULL_AFTER_NS: u64 = 100_000;
 /// time between them, not wall time: a worker thread that waits for a
 /// CPU the load generator holds is not computing (still 300 in 4 s).
 fn waits_beside_idle(rt: &Runtime, w: &Worker, now: u64) -> bool {
-    rt.workers.iter().any(|v| {
-        v.index != w.index
-            && v.started.load(Ordering::Relaxed)
-            && !v.dead.load(Ordering::Relaxed)
-            && v.sleeping.load(Ordering::Relaxed)
-            && v.running_id.load(Ordering::Relaxed) == 0
-    }) && (NEXT_TIMER[w.index].load(Ordering::Relaxed) <= now
-        || w.woken_waiting.load(Ordering::Relaxed)
-        || w.has_remote()
-        || readiness_waits(w))
+    rt.workers.iter().any(|v| v.idle_other_than(w.index))
+        && (NEXT_TIMER[w.index].load(Ordering::Relaxed) <= now
+            || w.woken_waiting.load(Ordering::Relaxed)
+            || w.has_remote()
+            || readiness_waits(w))
 }
 
 /// Whether worker `w`'s epoll holds readiness it has not collected: a

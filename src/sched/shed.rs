@@ -60,13 +60,7 @@ impl Worker {
         if rt.workers.len() < 2 || !self.has_other_work() || !movable(&t) {
             return Err(t);
         }
-        let Some(to) = rt.workers.iter().find(|w| {
-            w.index != self.index
-                && w.started.load(Ordering::Acquire)
-                && !w.dead.load(Ordering::Relaxed)
-                && w.sleeping.load(Ordering::SeqCst)
-                && w.running_id.load(Ordering::Relaxed) == 0
-        }) else {
+        let Some(to) = rt.workers.iter().find(|w| w.idle_other_than(self.index)) else {
             return Err(t);
         };
         let tp = t.ident.tp.get();

@@ -476,6 +476,18 @@ impl Worker {
         self.woken_waiting.store(true, Ordering::Relaxed);
     }
 
+    /// A worker other than `me`, started and alive, asleep in its poll for
+    /// lack of work: where a thread may be moved (`shed.rs`, and the
+    /// monitor's `waits_beside_idle`). SeqCst on `sleeping`, as the sleeper
+    /// announces it (`netpoller.rs`).
+    pub(super) fn idle_other_than(&self, me: usize) -> bool {
+        self.index != me
+            && self.started.load(Ordering::Acquire)
+            && !self.dead.load(Ordering::Relaxed)
+            && self.sleeping.load(Ordering::SeqCst)
+            && self.running_id.load(Ordering::Relaxed) == 0
+    }
+
     /// Whether anything else could run here now (for a yield).
     pub fn has_other_work(&self) -> bool {
         !self.local.run_queue.borrow().is_empty()
