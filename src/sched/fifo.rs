@@ -78,6 +78,17 @@ impl<T> Fifo<T> {
         self.slot(head).take()
     }
 
+    /// The newest value (a worker handing its latest wake-ups to another:
+    /// `balance.rs`).
+    pub fn pop_back(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        let at = self.head.wrapping_add(self.len);
+        self.slot(at).take()
+    }
+
     /// The value `i` places from the front, if there are that many.
     #[inline]
     pub fn get(&self, i: usize) -> Option<&T> {
@@ -131,6 +142,25 @@ mod tests {
         }
         assert!(f.is_empty());
         assert_eq!(f.pop_front(), None);
+    }
+
+    #[test]
+    fn pop_back_takes_the_newest_across_wraps() {
+        let mut f = Fifo::with_capacity(4);
+        for i in 0..3 {
+            f.push_back(i);
+        }
+        assert_eq!(f.pop_front(), Some(0));
+        f.push_back(3);
+        f.push_back(4); // wraps
+        assert_eq!(f.pop_back(), Some(4));
+        assert_eq!(f.pop_back(), Some(3));
+        f.push_back(5);
+        assert_eq!(f.pop_front(), Some(1));
+        assert_eq!(f.pop_front(), Some(2));
+        assert_eq!(f.pop_front(), Some(5));
+        assert_eq!(f.pop_back(), None);
+        assert!(f.is_empty());
     }
 
     #[test]

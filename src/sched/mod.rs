@@ -14,6 +14,7 @@
 //! `resume.rs`, `spawn.rs`, `netpoller.rs`, `stack_pool.rs`) never calls
 //! fork, the watchdog or the blocking pool; `start` below plugs them in.
 
+mod balance;
 pub mod blocking;
 mod cfi;
 pub mod chan;

@@ -291,6 +291,8 @@ fn park_described(
             },
         )
     });
+    // Where a hand-over to another worker finds it (`balance.rs`).
+    task.park_timer.set(timer);
     // A signal made deliverable since the registration (or a handler that
     // ran just before the park of an interruptible call) ends the park at
     // once; a later one finds the park registered and answers it.
@@ -301,14 +303,16 @@ fn park_described(
         suspend(task);
     }
     set_current(std::ptr::null());
-    let woken = match timer {
-        // The timer is gone only if it fired.
-        Some(id) => match worker.timers().borrow_mut().cancel(id) {
-            Some(_) => Woken::Event,
-            None => Woken::TimedOut,
-        },
-        None => Woken::Event,
+    let fired = match (timer, task.park_timer.take()) {
+        // Still in the heap of the worker it parked on, this one: the
+        // timer is gone only if it fired.
+        (Some(_), Some(id)) => worker.timers().borrow_mut().cancel(id).is_none(),
+        // Handed to another worker while woken: the old home cancelled
+        // it in its own heap and left the answer (`balance.rs`).
+        (Some(_), None) => task.timer_fired.replace(false),
+        (None, _) => false,
     };
+    let woken = if fired { Woken::TimedOut } else { Woken::Event };
     set_current(tp);
     if interruptible {
         task.ident.at_cancel_point.store(false, Relaxed);

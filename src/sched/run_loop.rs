@@ -58,8 +58,11 @@ impl Worker {
             self.local
                 .until_poll
                 .set(if due { POLL_EVERY as u32 } else { left });
-            if due && stop() {
-                return;
+            if due {
+                if stop() {
+                    return;
+                }
+                self.balance(rt);
             }
             if let Some((t, woken)) = self.next_task(rt, due) {
                 if self.run_task_inline(t, woken) && stop() {

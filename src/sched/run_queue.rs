@@ -230,6 +230,18 @@ impl<T> RunQueue<T> {
         !self.q.is_empty() || self.turns != 0
     }
 
+    /// Ready tasks queued (turns and preempted tasks aside).
+    #[inline]
+    pub fn ready_len(&self) -> usize {
+        self.q.len()
+    }
+
+    /// The newest ready task: the one that would wait longest here
+    /// (`balance.rs` hands it to another worker).
+    pub fn pop_ready_back(&mut self) -> Option<T> {
+        self.q.pop_back()
+    }
+
     /// The ready task `i` places from the front (turns and preempted tasks
     /// aside), without taking it: what to prefetch.
     #[inline]

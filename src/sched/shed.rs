@@ -63,6 +63,22 @@ impl Worker {
         let Some(to) = rt.workers.iter().find(|w| w.idle_other_than(self.index)) else {
             return Err(t);
         };
+        self.hand_over(t, to)?;
+        super::stats::shed();
+        to.notify();
+        Ok(())
+    }
+
+    /// Makes `to` the home of `t`, a task of this worker that `movable`
+    /// allows, suspended and out of every queue, and puts it in `to`'s
+    /// inbox (the caller wakes `to`). Runs on this worker's thread, the
+    /// old home, the only one that touches `t`'s scheduler state; `to`
+    /// takes it from its inbox with an acquire. A task woken from a park
+    /// and not yet resumed has the park's share of this worker's state
+    /// settled here, where it lives: its count among the fd parks, and
+    /// its timer, cancelled in this worker's heap with the answer left
+    /// for the park (`Task::park_timer`).
+    pub(super) fn hand_over(&'static self, t: TaskRef, to: &'static Worker) -> Result<(), TaskRef> {
         let tp = t.ident.tp.get();
         // SAFETY: `tp` is `t`'s block (movable checked it has one), whose
         // coroutine is suspended; this worker is its home.
@@ -77,13 +93,19 @@ impl Worker {
         // SAFETY: the word lies in `t`'s block at the offset it has in this
         // thread's (module doc of `static_tls`); nothing runs on the block.
         unsafe { *(tp.wrapping_add(off) as *mut usize) = to as *const Worker as usize };
+        if t.fd_parked.replace(false) {
+            let n = &self.local.fd_parks;
+            n.set(n.get().saturating_sub(1));
+        }
+        if let Some(id) = t.park_timer.take() {
+            let fired = self.timers().borrow_mut().cancel(id).is_none();
+            t.timer_fired.set(fired);
+        }
         // On the old home, its own thread.
         self.load.sub_own(1);
         to.load.add(1);
         t.set_home(to.index);
-        super::stats::shed();
         to.push_remote(t);
-        to.notify();
         Ok(())
     }
 }
@@ -101,8 +123,9 @@ pub fn bind_to_kernel_thread() {
     }
 }
 
-/// Whether a preempted thread may run on another kernel thread from now on.
-fn movable(t: &TaskRef) -> bool {
+/// Whether a suspended thread (preempted, or woken and queued) may run on
+/// another kernel thread from now on.
+pub(super) fn movable(t: &TaskRef) -> bool {
     if t.ident.tp.get() == 0
         || t.ident.kernel_bound.get()
         || t.ident.sig.depth.load(Ordering::Relaxed) != 0

@@ -56,6 +56,8 @@ static NATIVE_PEAK: AtomicU64 = AtomicU64::new(0);
 static STALLS: AtomicU64 = AtomicU64::new(0);
 /// Preempted threads given to an idle worker (`shed.rs`).
 static SHED: AtomicU64 = AtomicU64::new(0);
+/// Ready threads handed to a worker with fewer (`balance.rs`).
+static BALANCED: AtomicU64 = AtomicU64::new(0);
 /// Coroutines made and not ended (`main` included), counted only while the
 /// peak may be printed (`counts_live`): one shared atomic per spawn and end
 /// costs a cache-line transfer between workers, which the default pays
@@ -158,6 +160,11 @@ pub fn shed() {
     SHED.fetch_add(1, Relaxed);
 }
 
+/// `n` ready threads handed to a worker with fewer (`balance.rs`).
+pub fn balanced(n: u64) {
+    BALANCED.fetch_add(n, Relaxed);
+}
+
 /// The watchdog saw a stall (printed on stderr only with CORUN_STALL_MS).
 pub fn stalled() {
     STALLS.fetch_add(1, Relaxed);
@@ -254,6 +261,13 @@ pub fn report() -> String {
         line(
             "preempted threads moved to an idle worker",
             shed.to_string(),
+        );
+    }
+    let balanced = BALANCED.load(Relaxed);
+    if balanced != 0 {
+        line(
+            "ready threads moved to a less busy worker",
+            balanced.to_string(),
         );
     }
     let (sent, handled, preempted) = super::preempt::counts();

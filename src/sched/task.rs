@@ -32,6 +32,7 @@ use super::debugreg::DebugRecord;
 use super::identity::Identity;
 use super::prefetch::Hints;
 use super::spin_lock::SpinLock;
+use super::timers::TimerId;
 use super::waitdesc::WaitDesc;
 use super::waiter::Waiter;
 
@@ -123,6 +124,15 @@ pub struct Task {
     /// How long it computed until preempted, added up (ns; the order of
     /// preempted tasks: `Worker::push_preempted`).
     pub(super) vruntime: Cell<u64>,
+    /// Parked on an fd and counted in its worker's `fd_parks` (`FdPark`),
+    /// until the park ends or a hand-over uncounts it (`balance.rs`).
+    pub(super) fd_parked: Cell<bool>,
+    /// The timer of the park it is suspended in, in its home's heap: the
+    /// park takes it back when it resumes, or a hand-over to another
+    /// worker cancels it there and leaves the answer in `timer_fired`
+    /// (the heap is its worker's own: `balance.rs`).
+    pub(super) park_timer: Cell<Option<TimerId>>,
+    pub(super) timer_fired: Cell<bool>,
     /// What the start routine returned (or `pthread_exit` gave), stored by
     /// the task itself before it ends: `finish` copies it into `join`, and
     /// a joiner that sees the task DONE (its state is published with
@@ -152,9 +162,11 @@ pub struct Task {
 }
 
 // SAFETY: the fields that are not thread-safe (`entry`, `coro`, `yielder`,
-// `exiting`, `yielding`, `ext`) are only touched by the task's home worker thread: before
+// `exiting`, `yielding`, `ext`, `fd_parked`, `park_timer`...) are only
+// touched by the task's home worker thread: before
 // the first run by whoever holds it in a queue (exclusively), afterwards by
-// the home worker only. The home changes only by `shed.rs`, on the old home
+// the home worker only. The home changes only by `shed.rs` (a preempted
+// task) and `balance.rs` (a ready one), on the old home
 // while the task is out of every queue, and the new one gets it through its
 // inbox (a release and an acquire) (docs/ARCHITECTURE.md §5.2). Everything
 // other threads use is atomic or behind a Mutex.
@@ -245,6 +257,9 @@ impl Task {
             yielding: Cell::new(false),
             preempted: Cell::new(false),
             vruntime: Cell::new(0),
+            fd_parked: Cell::new(false),
+            park_timer: Cell::new(None),
+            timer_fired: Cell::new(false),
             result: AtomicUsize::new(0),
             join: SpinLock::new(JoinState::default()),
             ext: UnsafeCell::new(None),

@@ -100,6 +100,10 @@ pub struct Worker {
     /// Live tasks homed on this worker (placement heuristic).
     pub load: super::load::Load,
     pub(super) sleeping: AtomicBool,
+    /// Ready tasks in the local run queue at the worker's last pass (every
+    /// `POLL_EVERY` tasks), plus those other workers handed it since
+    /// (`balance.rs`).
+    pub(super) queued: AtomicU32,
     /// The worker's thread is (or is about to be) blocked in the kernel in
     /// its sleep: set by the worker just before the blocking wait, cleared
     /// by the worker when the wait returns. Unlike `sleeping`, which a
@@ -212,29 +216,43 @@ pub(super) use crate::sys::static_tls::Current as CURRENT;
 pub(super) use crate::sys::static_tls::WorkerWord as WORKER;
 
 /// A coroutine of this thread's worker is parked on fds while this lives
-/// (`park.rs`, `chan_select.rs`). A task changes worker only when
-/// preempted (`shed.rs`), never inside a park, so the count goes up and
-/// down on the same thread. A handler that
-/// leaves the park by `longjmp` skips the drop: the count stays high and
-/// the worker's loop only loses its solo waits, never a wake-up.
-pub(super) struct FdPark(Option<&'static Worker>);
+/// (`park.rs`, `chan_select.rs`): counted in the worker's `fd_parks`, and
+/// marked so in the task (`Task::fd_parked`). A task changes worker only
+/// while suspended: preempted (`shed.rs`, in no park), or woken and not
+/// yet resumed (`balance.rs`), when the old home uncounts it and clears
+/// the mark, so that the drop, run on the new worker, leaves both counts
+/// alone: each count goes up and down on its own worker's thread. A
+/// handler that leaves the park by `longjmp` skips the drop: the count
+/// stays high and the worker's loop only loses its solo waits, never a
+/// wake-up.
+pub(super) struct FdPark(Option<(&'static Worker, *const Task)>);
 
 impl FdPark {
     pub(super) fn begin() -> Self {
-        let w = current_worker();
-        if let Some(w) = w {
-            w.local.fd_parks.set(w.local.fd_parks.get() + 1);
+        let (w, t) = (current_worker(), current_task_ptr());
+        match w {
+            Some(w) if !t.is_null() => {
+                w.local.fd_parks.set(w.local.fd_parks.get() + 1);
+                // SAFETY: the running task, held by the scheduler while it
+                // runs; its home-only fields are this thread's.
+                unsafe { (*t).fd_parked.set(true) };
+                FdPark(Some((w, t)))
+            }
+            _ => FdPark(None),
         }
-        FdPark(w)
     }
 }
 
 impl Drop for FdPark {
     fn drop(&mut self) {
-        if let Some(w) = self.0 {
-            w.local
-                .fd_parks
-                .set(w.local.fd_parks.get().saturating_sub(1));
+        if let Some((w, t)) = self.0 {
+            // SAFETY: the task that began the park, running again (the
+            // park is over), on whichever worker now holds it.
+            if unsafe { (*t).fd_parked.replace(false) } {
+                w.local
+                    .fd_parks
+                    .set(w.local.fd_parks.get().saturating_sub(1));
+            }
         }
     }
 }
@@ -307,6 +325,7 @@ impl Worker {
             fresh_stealer: fresh.stealer(),
             sleeping: AtomicBool::new(false),
             napping: AtomicBool::new(false),
+            queued: AtomicU32::new(0),
             cpu: AtomicI32::new(-1),
             wake,
             unstarted_epoll: AtomicI32::new(-1),
