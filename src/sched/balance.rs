@@ -48,6 +48,8 @@ use super::worker::Worker;
 const MIN_GAP: usize = 2;
 /// Threads handed over at one pass, at most.
 const MAX_BATCH: usize = 32;
+/// Passes skipped after one that found no ready thread that may move.
+const SKIP_AFTER_NONE: u32 = 16;
 
 impl Worker {
     /// The pass of every `POLL_EVERY` tasks: publishes this worker's ready
@@ -59,6 +61,11 @@ impl Worker {
         if rt.workers.len() < 2 || mine < MIN_GAP {
             return;
         }
+        let skip = self.local.balance_skip.get();
+        if skip != 0 {
+            self.local.balance_skip.set(skip - 1);
+            return;
+        }
         let Some((to, theirs)) = self.least_busy_other(rt) else {
             return;
         };
@@ -67,6 +74,10 @@ impl Worker {
         }
         let given = self.hand_newest(to, ((mine - theirs) / 2).min(MAX_BATCH));
         if given == 0 {
+            // None may move (`main`, `corun_spawn` coroutines, threads
+            // sharing the worker's TLS): looking again at the next pass
+            // would pop and push the same ones back every 61 tasks.
+            self.local.balance_skip.set(SKIP_AFTER_NONE);
             return;
         }
         to.queued.fetch_add(given as u32, Relaxed);

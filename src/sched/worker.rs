@@ -187,6 +187,9 @@ pub(super) struct Local {
     /// this worker's epoll sees, so its running coroutine may not block
     /// in an epoll set of its own meanwhile (`solo.rs`).
     pub(super) fd_parks: Cell<u32>,
+    /// Balancing passes to skip: the last one found no ready thread that
+    /// may move (`balance.rs`).
+    pub(super) balance_skip: Cell<u32>,
     pub(super) overflow_slot: Cell<*const Cell<*const overflow::Running>>,
     /// Task ids this worker's spawns take: the next one and the end of
     /// the block it took from `NEXT_ID` (`task.rs`).
@@ -360,6 +363,7 @@ impl Worker {
                 tls_offsets: Cell::new(TlsOffsets::default()),
                 watches_fds: Cell::new(false),
                 fd_parks: Cell::new(0),
+                balance_skip: Cell::new(0),
                 overflow_slot: Cell::new(std::ptr::null()),
                 ids: Cell::new((0, 0)),
                 blocks: BlockCache::new(),
