@@ -36,7 +36,7 @@
 //! (`Worker::hand_over`). Threads that may not move go back to the queue
 //! in their order.
 
-use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
 use super::runtime::Runtime;
 use super::shed::movable;
@@ -56,9 +56,12 @@ impl Worker {
     /// count and, if another worker has far fewer, hands it some.
     #[inline(never)]
     pub(super) fn balance(&'static self, rt: &Runtime) {
+        if rt.workers.len() < 2 {
+            return;
+        }
         let mine = self.local.run_queue.borrow().ready_len();
         self.queued.store(mine as u32, Relaxed);
-        if rt.workers.len() < 2 || mine < MIN_GAP {
+        if mine < MIN_GAP {
             return;
         }
         let skip = self.local.balance_skip.get();
@@ -90,7 +93,7 @@ impl Worker {
     fn least_busy_other(&self, rt: &Runtime) -> Option<(&'static Worker, usize)> {
         let mut best: Option<(&'static Worker, usize)> = None;
         for w in rt.workers.iter() {
-            if w.index == self.index || !w.started.load(Acquire) || w.dead.load(Relaxed) {
+            if !w.live_other_than(self.index) {
                 continue;
             }
             let n = if w.sleeping.load(Relaxed) {

@@ -303,14 +303,13 @@ fn park_described(
         suspend(task);
     }
     set_current(std::ptr::null());
-    let fired = match (timer, task.park_timer.take()) {
+    let fired = match task.park_timer.take() {
         // Still in the heap of the worker it parked on, this one: the
         // timer is gone only if it fired.
-        (Some(_), Some(id)) => worker.timers().borrow_mut().cancel(id).is_none(),
+        Some(id) => worker.timers().borrow_mut().cancel(id).is_none(),
         // Handed to another worker while woken: the old home cancelled
         // it in its own heap and left the answer (`balance.rs`).
-        (Some(_), None) => task.timer_fired.replace(false),
-        (None, _) => false,
+        None => timer.is_some() && task.timer_fired.replace(false),
     };
     let woken = if fired { Woken::TimedOut } else { Woken::Event };
     set_current(tp);

@@ -224,10 +224,9 @@ pub(super) use crate::sys::static_tls::WorkerWord as WORKER;
 /// while suspended: preempted (`shed.rs`, in no park), or woken and not
 /// yet resumed (`balance.rs`), when the old home uncounts it and clears
 /// the mark, so that the drop, run on the new worker, leaves both counts
-/// alone: each count goes up and down on its own worker's thread. A
-/// handler that leaves the park by `longjmp` skips the drop: the count
-/// stays high and the worker's loop only loses its solo waits, never a
-/// wake-up.
+/// alone: each count moves on its own worker's thread. A handler that
+/// leaves the park by `longjmp` skips the drop: the count stays high and
+/// the worker's loop only loses its solo waits, never a wake-up.
 pub(super) struct FdPark(Option<(&'static Worker, *const Task)>);
 
 impl FdPark {
@@ -504,11 +503,17 @@ impl Worker {
     /// monitor's `waits_beside_idle`). SeqCst on `sleeping`, as the sleeper
     /// announces it (`netpoller.rs`).
     pub(super) fn idle_other_than(&self, me: usize) -> bool {
+        self.live_other_than(me)
+            && self.sleeping.load(Ordering::SeqCst)
+            && self.running_id.load(Ordering::Relaxed) == 0
+    }
+
+    /// A worker other than `me` that runs and may be given threads (not a
+    /// forked child's dead one): `idle_other_than`, `balance.rs`.
+    pub(super) fn live_other_than(&self, me: usize) -> bool {
         self.index != me
             && self.started.load(Ordering::Acquire)
             && !self.dead.load(Ordering::Relaxed)
-            && self.sleeping.load(Ordering::SeqCst)
-            && self.running_id.load(Ordering::Relaxed) == 0
     }
 
     /// Whether anything else could run here now (for a yield).
