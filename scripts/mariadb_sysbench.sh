@@ -18,7 +18,8 @@
 # prints why it failed and exits 1. Logs stay in LOGDIR.
 #
 # Environment: MARIADB_THREADS=64 MARIADB_TIME=30 (s) MARIADB_TABLES=4
-# MARIADB_TABLE_SIZE=10000. Used by scripts/tests/mariadb.sh and make bench.
+# MARIADB_TABLE_SIZE=10000; MARIADB_SYSBENCH_OPTS="--histogram ..." more
+# options for the sysbench run (split on spaces). Used by scripts/tests/mariadb.sh and make bench.
 source "$(dirname "$0")/lib.sh"
 mode=${1:?usage: mariadb_sysbench.sh native|corun LOGDIR}
 logs=${2:?usage: mariadb_sysbench.sh native|corun LOGDIR}
@@ -94,8 +95,9 @@ sb=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-po
     --mysql-user=root --mysql-db=sbtest --tables="$TABLES" --table-size="$SIZE")
 timeout -k 5 120 "${sb[@]}" --threads="$TABLES" prepare >"$logs/$mode-prepare.log" 2>&1 \
     || die "sysbench prepare failed or took over 120 s: $(tail -5 "$logs/$mode-prepare.log")"
+read -r -a sb_extra <<<"${MARIADB_SYSBENCH_OPTS:-}"
 rc=0
-timeout -k 5 $((TIME + 60)) "${sb[@]}" --threads="$THREADS" --time="$TIME" run >"$logs/$mode-run.log" 2>&1 || rc=$?
+timeout -k 5 $((TIME + 60)) "${sb[@]}" --threads="$THREADS" --time="$TIME" "${sb_extra[@]}" run >"$logs/$mode-run.log" 2>&1 || rc=$?
 [ $rc = 124 ] && die "sysbench run still running $((TIME + 60)) s after it started (a $TIME s run): $(tail -5 "$logs/$mode-run.log")"
 [ $rc = 0 ] || die "sysbench run failed (exit $rc): $(grep -m3 -iE 'fatal|error' "$logs/$mode-run.log")"
 kill -0 "$srv" 2>/dev/null || fail "mariadb ($mode): mariadbd died during the run: $(tail -5 "$err")"

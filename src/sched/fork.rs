@@ -13,7 +13,7 @@
 //!   (`fork_injector.rs`: a push cut by the fork would make a drain spin);
 //! - every other worker is marked dead: never started, never placed on,
 //!   until the child's first spawn gives each slot a fresh worker
-//!   (`renew_workers`, `workers.rs`), so the threads a child makes use the
+//!   (`Workers::renew_dead_if_pending`, `workers.rs`), so the threads a child makes use the
 //!   CPUs as a process's do;
 //! - the fd table is rebuilt without waiters or epoll registrations (the
 //!   parent's), keeping what the hooks learned about each fd;
@@ -28,15 +28,11 @@
 //!   its end is the end of the child's last thread: the child exits with
 //!   status 0, as a process whose only thread returned does.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::runtime::runtime;
 use super::timers::Timers;
 use super::worker::{current_worker, Worker};
-
-/// Set in a forked child while its other workers are dead; the child's
-/// first spawn renews them (`renew_workers`).
-static RENEW_PENDING: AtomicBool = AtomicBool::new(false);
 
 /// The task that forked, in a child process (0: not a forked child, or the
 /// forking task was main, whose return ends the process anyway).
@@ -77,13 +73,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
 /// them, and the global queue is dropped.
 fn keep_only(me: &'static Worker) {
     let Some(rt) = runtime() else { return };
-    for w in &rt.workers {
-        if w.index != me.index {
-            w.dead.store(true, Ordering::Relaxed);
-            w.started.store(true, Ordering::Relaxed);
-        }
-    }
-    RENEW_PENDING.store(rt.workers.len() > 1, Ordering::Relaxed);
+    rt.workers.mark_dead_renewable(me.index);
     // SAFETY: the child's only thread, right after the fork; the queues
     // are not in use (fork_injector.rs: draining one could spin for ever).
     unsafe { rt.global.reset_after_fork() };
@@ -135,33 +125,5 @@ pub fn task_ended(id: u64) {
         // SAFETY: exit runs atexit handlers and flushes stdio, as the
         // return of the last thread of a process does.
         unsafe { libc::exit(0) };
-    }
-}
-
-/// At a spawn (`spawn.rs`): in a forked child whose other workers are
-/// dead, each gets a fresh `Worker` in its slot (`workers.rs`), not
-/// started, so placement spreads the child's threads over every CPU as
-/// natively. Before, they all ran on the forking worker: an Apache
-/// worker-MPM child's threads shared one CPU, a daemon that forks before
-/// it makes its threads had one CPU for all of them. A child that never
-/// spawns (one that execs, a PostgreSQL backend) allocates nothing.
-#[inline]
-pub(super) fn renew_workers_if_forked(rt: &super::runtime::Runtime) {
-    if RENEW_PENDING.load(Ordering::Relaxed) {
-        renew_workers(rt);
-    }
-}
-
-#[cold]
-fn renew_workers(rt: &super::runtime::Runtime) {
-    if !RENEW_PENDING.swap(false, Ordering::AcqRel) {
-        return;
-    }
-    for w in &rt.workers {
-        if w.dead.load(Ordering::Relaxed) {
-            if let Ok(fresh) = Worker::new(w.index) {
-                rt.workers.renew(fresh);
-            }
-        }
     }
 }

@@ -161,7 +161,7 @@ fn spawn_at(
     program_stack: Option<(usize, usize)>,
 ) -> Result<TaskRef, i32> {
     let rt: &'static Runtime = runtime().ok_or(libc::EAGAIN)?;
-    super::fork::renew_workers_if_forked(rt);
+    rt.workers.renew_dead_if_pending();
     let (stack_size, program_stack) = match program_stack {
         Some((lo, size)) => (size, Some((lo, lo.saturating_add(size)))),
         None => (stack_size, None),

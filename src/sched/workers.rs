@@ -15,12 +15,16 @@
 //! Readers take a slot with one atomic load: a `&'static Worker`, valid
 //! for ever, the current one or the one it replaced.
 
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use super::worker::Worker;
 
 pub struct Workers {
     slots: Box<[AtomicPtr<Worker>]>,
+    /// Set in a forked child while its other workers are dead
+    /// (`mark_dead_renewable`); its first spawn renews them
+    /// (`renew_dead_if_pending`).
+    renew_pending: AtomicBool,
 }
 
 impl Workers {
@@ -30,6 +34,7 @@ impl Workers {
                 .into_iter()
                 .map(|w| AtomicPtr::new(w as *const Worker as *mut Worker))
                 .collect(),
+            renew_pending: AtomicBool::new(false),
         }
     }
 
@@ -59,9 +64,46 @@ impl Workers {
         Iter { of: self, next: 0 }
     }
 
-    /// Puts `w` in slot `w.index` (a forked child's renewed worker).
-    pub(super) fn renew(&self, w: &'static Worker) {
-        self.slots[w.index].store(w as *const Worker as *mut Worker, Ordering::Release);
+    /// In a forked child (`fork.rs`): every worker but `me` is marked dead
+    /// (never started, never placed on), to be renewed at the child's
+    /// first spawn.
+    pub(super) fn mark_dead_renewable(&self, me: usize) {
+        for w in self.iter() {
+            if w.index != me {
+                w.dead.store(true, Ordering::Relaxed);
+                w.started.store(true, Ordering::Relaxed);
+            }
+        }
+        self.renew_pending.store(self.len() > 1, Ordering::Relaxed);
+    }
+
+    /// At a spawn (`spawn.rs`): in a forked child whose other workers are
+    /// dead, each gets a fresh `Worker` in its slot, not started, so
+    /// placement spreads the child's threads over every CPU as natively.
+    /// Before, they all ran on the forking worker: an Apache worker-MPM
+    /// child's threads shared one CPU, a daemon that forks before it makes
+    /// its threads had one CPU for all of them. A child that never spawns
+    /// (one that execs, a PostgreSQL backend) allocates nothing.
+    #[inline]
+    pub(super) fn renew_dead_if_pending(&self) {
+        if self.renew_pending.load(Ordering::Relaxed) {
+            self.renew_dead();
+        }
+    }
+
+    #[cold]
+    fn renew_dead(&self) {
+        if !self.renew_pending.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        for w in self.iter() {
+            if w.dead.load(Ordering::Relaxed) {
+                if let Ok(fresh) = Worker::new(w.index) {
+                    self.slots[w.index]
+                        .store(fresh as *const Worker as *mut Worker, Ordering::Release);
+                }
+            }
+        }
     }
 }
 
