@@ -35,7 +35,18 @@ for w in 1 default; do
     [ "${timer:-0}" -ge 1 ] || fail "workers=$w: $timer parks on timer (main's sleep), expected 1 or more"
     [ "$parks" -ge $((fdread + timer)) ] || fail "workers=$w: $parks parks in all, fewer than by cause"
     [ "$stalls" = 0 ] || fail "workers=$w: $stalls stalls"
-    ok "workers=$w: spawned $spawned, peak $peak, $switches switches, $fdread parks on fd read, $timer on timer"
+    # Wake-up to run (wake_latency.rs): the 100 reads and main's timer and
+    # joins are wake-ups that queued; with one worker all of them on their
+    # own worker. The longest took less than the second that a bad clock
+    # or a stale stamp would show as.
+    own=$(sed -n 's/^  wake-up to run, woken on its own worker: \([0-9]*\) wake-ups;.*/\1/p' "$TMPD/err.$w")
+    other=$(sed -n 's/^  wake-up to run, woken by another thread: \([0-9]*\) wake-ups;.*/\1/p' "$TMPD/err.$w")
+    [ $((${own:-0} + ${other:-0})) -ge 101 ] || fail "workers=$w: ${own:-no} + ${other:-no} wake-ups, expected 101 or more"
+    if [ $w = 1 ]; then [ -z "$other" ] || fail "workers=1: $other wake-ups by another thread"; fi
+    longest=$(sed -n 's/^  wake-up to run.*longest < \([0-9]*\) \(us\|ms\)$/\1 \2/p' "$TMPD/err.$w" |
+        awk '{v = $2 == "ms" ? $1 * 1000 : $1; if (v > m) m = v} END {print m + 0}')
+    [ "$longest" -gt 0 ] && [ "$longest" -le 1024000 ] || fail "workers=$w: longest wake-up to run: ${longest} us"
+    ok "workers=$w: spawned $spawned, peak $peak, $switches switches, $fdread parks on fd read, $timer on timer, $((${own:-0} + ${other:-0})) wake-ups"
 done
 CORUN_STATS=0 LD_PRELOAD="$LIB" "$BIN/parked_threads" stats 10 >/dev/null 2>"$TMPD/err0" || fail "CORUN_STATS=0 run"
 [ ! -s "$TMPD/err0" ] || fail "CORUN_STATS=0 printed: $(cat "$TMPD/err0")"

@@ -78,6 +78,7 @@ pub mod wait;
 pub mod waitdesc;
 pub mod waiter;
 pub mod waitlist;
+pub mod wake_latency;
 pub mod watchdog;
 pub mod worker;
 pub mod worker_stack;
@@ -104,6 +105,9 @@ pub fn start(config: crate::config::Config) -> std::io::Result<&'static runtime:
         worker_started: proc_view::worker_started,
     };
     let rt = runtime::start(config, plugins)?;
+    if rt.config.stats || rt.config.dump_signal != 0 {
+        wake_latency::enable();
+    }
     if rt.config.stats {
         stats::print_at_exit();
     }

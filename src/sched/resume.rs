@@ -42,6 +42,7 @@ impl Worker {
         let coro = unsafe { &mut *t.coro.get() };
         let co = coro.as_mut().expect("coroutine just made");
         t.set_running();
+        super::wake_latency::resumed(self.index, &t);
         let record = self.overflow_record();
         record.set(co.overflow_record());
         self.running_id.store(t.id, Ordering::Relaxed);

@@ -38,6 +38,7 @@ pub fn schedule(t: TaskRef) {
     let home = t.home();
     if let Some(w) = current_worker() {
         if w.index == home {
+            super::wake_latency::woken(&t, false);
             w.push_local(t);
             return;
         }
@@ -52,6 +53,7 @@ pub fn schedule(t: TaskRef) {
         return;
     }
     let w = rt.workers.at(home);
+    super::wake_latency::woken(&t, true);
     w.push_remote(t);
     w.notify();
 }

@@ -283,6 +283,9 @@ pub fn report() -> String {
         line("preemption requests refused", refused);
     }
     if let Some(rt) = runtime() {
+        for (k, v) in super::wake_latency::report_lines(rt.workers.len()) {
+            line(&k, v);
+        }
         for w in &rt.workers {
             line(
                 &format!("worker {}", w.index),

@@ -133,6 +133,10 @@ pub struct Task {
     /// (the heap is its worker's own: `balance.rs`).
     pub(super) park_timer: Cell<Option<TimerId>>,
     pub(super) timer_fired: Cell<bool>,
+    /// When a wake-up queued it (ns, shifted left by one, the low bit set
+    /// if the waker was another thread): kept only with the statistics on
+    /// (`wake_latency.rs`).
+    pub(super) woken_at: AtomicU64,
     /// What the start routine returned (or `pthread_exit` gave), stored by
     /// the task itself before it ends: `finish` copies it into `join`, and
     /// a joiner that sees the task DONE (its state is published with
@@ -260,6 +264,7 @@ impl Task {
             fd_parked: Cell::new(false),
             park_timer: Cell::new(None),
             timer_fired: Cell::new(false),
+            woken_at: AtomicU64::new(0),
             result: AtomicUsize::new(0),
             join: SpinLock::new(JoinState::default()),
             ext: UnsafeCell::new(None),
