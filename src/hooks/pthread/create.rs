@@ -122,6 +122,9 @@ pub(super) fn thread_end() {
         crate::ctx::tls::run_thread_dtors();
     }
     run_key_destructors();
+    // A once whose routine this thread left (pthread_exit or a
+    // cancellation inside it) may run again.
+    crate::hooks::pthread_sync::once_thread_ended(current_id());
     // Then, as the kernel at a thread's exit, its robust mutexes: their next
     // lockers get EOWNERDEAD (before a joiner can run).
     if current().is_some_and(|t| t.ident.tp.get() != 0) {

@@ -78,6 +78,7 @@ pub(crate) use mutex::{
 };
 use mutex::{MutexWords, KIND_PASSTHROUGH};
 pub(crate) use once::pthread_once;
+pub(crate) use once::thread_ended as once_thread_ended;
 use rwlock::RWLOCK_WORDS;
 use sem::SemWords;
 
