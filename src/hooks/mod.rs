@@ -138,6 +138,7 @@ pub mod start;
 pub mod stdio;
 pub mod stdio_bulk;
 pub mod stdio_scanf;
+pub mod stdio_wide;
 pub mod stdio_write;
 #[cfg(target_arch = "x86_64")]
 pub mod syscall;

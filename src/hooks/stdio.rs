@@ -16,9 +16,9 @@
 //! natively.
 //!
 //! Not covered: a line longer than what arrived at once (glibc reads again
-//! for the rest and may wait inside, the worker with it), the `scanf`
-//! family (variadic: no stable Rust for forwarding `va_list`), wide-char
-//! input. The process's only coroutine makes the calls as natively.
+//! for the rest and may wait inside, the worker with it). The `scanf`
+//! family is `stdio_scanf.rs`, wide-character input `stdio_wide.rs`. The
+//! process's only coroutine makes the calls as natively.
 
 use std::ffi::{c_char, c_int};
 

@@ -23,7 +23,7 @@
 //! starts by skipping it (the newline a previous `scanf("%d")` left).
 //! Not covered, as for `fgets`: input a conversion needs beyond what
 //! arrived at once (glibc reads again and may wait inside, its worker
-//! with it), and the wide forms.
+//! with it). The wide forms are `stdio_wide.rs`.
 
 use std::ffi::{c_char, c_int, c_void};
 

@@ -33,7 +33,8 @@
 //! Not covered: other calls with data larger than what the reader leaves
 //! room for (an `fputs` or `printf` of 1 MiB waits inside glibc, with its
 //! worker, for the reader to take most of it), another thread filling the
-//! pipe between the wait and glibc's write, and wide-character output.
+//! pipe between the wait and glibc's write. Wide-character output is
+//! `stdio_wide.rs`, which waits here (`wait_room`).
 //! The FILE's lock is not held during the wait (it is taken by glibc's
 //! call, after). A thread that holds it already (`flockfile`) does not
 //! park: another thread of its worker that wanted the lock would wait for
@@ -82,7 +83,7 @@ extern "C" {
 }
 
 /// glibc's `stdout` as it is now (a program may assign it).
-fn stdout_file() -> *mut FILE {
+pub(super) fn stdout_file() -> *mut FILE {
     // SAFETY: reading glibc's exported pointer, as the program's own
     // `printf` does.
     unsafe { stdout }
@@ -230,7 +231,9 @@ fn wait_output(f: *mut FILE, out: Out) -> bool {
     // SAFETY: a FILE the caller passed (its contract), read as glibc's
     // public layout; a stale value only makes a needless or missed wait.
     // Asked first: a call that only fills the buffer costs a few loads.
-    if !will_write(unsafe { &*head }, out) || !parking() || super::stdio::lock_held_here(f) {
+    let writes = will_write(unsafe { &*head }, out)
+        || (matches!(out, Out::Flush) && super::stdio_wide::pending(f));
+    if !writes || !parking() || super::stdio::lock_held_here(f) {
         return true;
     }
     wait_room(f)
@@ -248,7 +251,7 @@ pub(super) fn wait_flush_room(f: *mut FILE) -> bool {
 
 /// Waits until `f`'s fd takes data; false: interrupted (see wait_output).
 #[inline(never)]
-fn wait_room(f: *mut FILE) -> bool {
+pub(super) fn wait_room(f: *mut FILE) -> bool {
     let head = f as *mut FileHead;
     // SAFETY: as above.
     if wait_writable(unsafe { libc::fileno(f) }) {
