@@ -48,6 +48,10 @@
 //! `io_pgetevents` with `min_nr > 0` from a coroutine (libaio's waits for
 //! completions, no fd to park on) run on the blocking pool.
 //!
+//! The calls that wait for an fd, a timer or a child (`read`, `poll`,
+//! `nanosleep`, `wait4`... the list is `io.rs`'s) go to their libc hooks
+//! from a coroutine: made raw, they held the worker.
+//!
 //! Every other system call number goes straight to glibc's `syscall`, in
 //! the assembly below, without a frame of ours.
 //!
@@ -83,6 +87,7 @@ use std::ffi::{c_int, c_long, c_uint};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 mod futex;
+mod io;
 mod process;
 mod signals;
 mod waitv;
@@ -140,6 +145,34 @@ pub unsafe extern "C" fn syscall(
         // track of, the AIO waits and those about a thread's tid go to
         // the hook, the rest to glibc.
         "2:",
+        // The fd, timer and child waits of `io.rs`: those below 64 by
+        // one bit test, the others one by one.
+        "cmp rdi, 64",
+        "jae 6f",
+        "mov rax, {io_low}",
+        "bt rax, rdi",
+        "jc 4f",
+        "jmp 7f",
+        "6:",
+        "cmp rdi, {msgsnd}",
+        "je 4f",
+        "cmp rdi, {msgrcv}",
+        "je 4f",
+        "cmp rdi, {clock_nanosleep}",
+        "je 4f",
+        "cmp rdi, {epoll_wait}",
+        "je 4f",
+        "cmp rdi, {waitid}",
+        "je 4f",
+        "cmp rdi, {pselect6}",
+        "je 4f",
+        "cmp rdi, {ppoll}",
+        "je 4f",
+        "cmp rdi, {epoll_pwait}",
+        "je 4f",
+        "cmp rdi, {accept4}",
+        "je 4f",
+        "7:",
         "cmp rdi, {futex}",
         "je 4f",
         "cmp rdi, {waitv}",
@@ -219,6 +252,16 @@ pub unsafe extern "C" fn syscall(
         hi = sym SELF_HI,
         real = sym real::SYSCALL,
         hook = sym syscall_hook,
+        io_low = const io::LOW_MASK,
+        msgsnd = const libc::SYS_msgsnd,
+        msgrcv = const libc::SYS_msgrcv,
+        clock_nanosleep = const libc::SYS_clock_nanosleep,
+        epoll_wait = const libc::SYS_epoll_wait,
+        waitid = const libc::SYS_waitid,
+        pselect6 = const libc::SYS_pselect6,
+        ppoll = const libc::SYS_ppoll,
+        epoll_pwait = const libc::SYS_epoll_pwait,
+        accept4 = const libc::SYS_accept4,
         futex = const libc::SYS_futex,
         waitv = const SYS_FUTEX_WAITV,
         close = const libc::SYS_close,
@@ -354,6 +397,10 @@ unsafe extern "C" fn syscall_hook(
         return process::call(n, [a1, a2, a3, a4, a5, a6]);
     } else if let Some(r) = fd_call(n, [a1, a2, a3]) {
         return r;
+    } else if io::NUMBERS.contains(&n) && in_coroutine() {
+        if let Some(r) = io::call(n, [a1, a2, a3, a4, a5, a6]) {
+            return r;
+        }
     } else if (n == libc::SYS_io_getevents || n == SYS_IO_PGETEVENTS) && a2 > 0 && in_coroutine() {
         // A wait for AIO completions (libaio's io_getevents with min_nr >
         // 0): no fd to park on, so a helper makes it while the coroutine
