@@ -53,7 +53,7 @@ runs() {
         ok "$name (workers=$w): $(cat "$out.err" | head -1)"
     done
 }
-# A raw nanosleep of 500 ms blocks the worker where corun cannot see. By
+# A nanosleep of 500 ms made by an inline system call blocks the worker where corun cannot see. By
 # default the watchdog prints nothing (stderr stays the native one, empty
 # here; main's library printed a stall line) but still sees the stall
 # (CORUN_STATS counts it); with CORUN_STALL_MS set it names block_for.
