@@ -14,6 +14,8 @@
 //! routine is deeper, and waits, as natively). Before, the once stayed
 //! "in progress" and every later caller waited for ever.
 
+use std::sync::atomic::AtomicUsize;
+
 use crate::sched::spin_lock::SpinLock;
 
 use super::*;
@@ -42,6 +44,10 @@ static UNDER_WAY: SpinLock<([UnderWay; UNDER_WAY_MAX], usize)> = SpinLock::new((
     0,
 ));
 
+/// How many runs are noted: a thread's end looks at the table only when
+/// some are (its own would be, noted by itself earlier).
+static NOTED: AtomicUsize = AtomicUsize::new(0);
+
 /// Where this call's frame is: lower addresses are deeper (the stack
 /// grows down on every target corun supports).
 #[inline(always)]
@@ -59,6 +65,7 @@ fn note_under_way(word: usize, task: u64, depth: usize) -> bool {
     }
     slots[*n] = UnderWay { word, task, depth };
     *n += 1;
+    NOTED.fetch_add(1, Ordering::Relaxed);
     true
 }
 
@@ -81,6 +88,7 @@ fn give_back(task: u64, abandoned: impl Fn(&UnderWay) -> bool, done: bool) -> bo
                 }
                 *n -= 1;
                 slots[i] = slots[*n];
+                NOTED.fetch_sub(1, Ordering::Relaxed);
             } else {
                 i += 1;
             }
@@ -102,7 +110,9 @@ fn give_back(task: u64, abandoned: impl Fn(&UnderWay) -> bool, done: bool) -> bo
 /// A coroutine thread ends (`pthread_exit`, a cancellation, or its
 /// routine returned): the runs it left under way are abandoned.
 pub(crate) fn thread_ended(task: u64) {
-    give_back(task, |_| true, false);
+    if NOTED.load(Ordering::Relaxed) != 0 {
+        give_back(task, |_| true, false);
+    }
 }
 
 #[no_mangle]
