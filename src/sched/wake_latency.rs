@@ -2,9 +2,9 @@
 //! queues it (`spawn::schedule`: readiness, a futex or lock hand-off, a
 //! timer, a join) to its resumption, in power-of-two buckets, apart for
 //! wake-ups made on its home worker and those made by another thread
-//! (another worker, the blocking pool). Kept only with `CORUN_STATS=1` or
-//! a dump signal (`enable`), and printed with the other statistics
-//! (`stats::report`).
+//! (another worker, the blocking pool). Kept only with `CORUN_STATS=1`
+//! (`enable`), and printed with the other statistics (`stats::report`,
+//! which the dump ends with too).
 //!
 //! Why: natively the kernel runs a thread that wakes soon (it has used
 //! little CPU); under corun it waits its turn in its worker's run queue
