@@ -28,8 +28,8 @@
 #   postgres one process per connection; pgbench select-only, 8 clients
 # HTTP servers take wrk -t2 -c200 (keep-alive).
 #
-# Then the event-driven ones that scripts/servers_paired.sh knows (lighttpd,
-# nginx with 1 worker, redis, memcached) run again as pairs: a native and a corun copy
+# Then the ones that scripts/servers_paired.sh knows (lighttpd, nginx with
+# 1 worker, redis, memcached, postgres) run again as pairs: a native and a corun copy
 # AT THE SAME TIME on one CPU, each with its own load generator on the
 # other, their CPU time per operation compared (raw/servers_paired.tsv).
 # Back-to-back 4 s runs of a single-process event loop swing 10-20% on this
@@ -39,9 +39,9 @@
 # (native and corun alternate within each repetition), SERVERS="apache
 # nginx ..." which ones, BENCH_LIB the libcorun.so to measure (default:
 # this tree's); SERVERS_PAIR_REPS=4 pairs of SERVERS_PAIR_DURATION=4 s per
-# server (0: no pairs), SERVERS_PAIR_SELF="lighttpd" the servers also
-# paired native against native (the noise left; "" for none). About 180 s
-# for the pairs. PORT_RANGE=LO-HI keeps every server to those ports.
+# server (0: no pairs), SERVERS_PAIR_SELF="lighttpd postgres" the servers
+# also paired native against native (the noise left; "" for none). About
+# 260 s for the pairs. PORT_RANGE=LO-HI keeps every server to those ports.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 RAWD=${1:-$ROOT/bench/raw}
@@ -376,7 +376,7 @@ done
 # 0.26 and 0.31 in 63-71 s, the fixed start/check/stop cost of each run
 # making it dearer. Either way the median is uncertain by ~10%.)
 PAIR_LIST=""
-for s in $LIST; do case $s in lighttpd|nginx|redis|memcached) PAIR_LIST="$PAIR_LIST $s" ;; esac; done
+for s in $LIST; do case $s in lighttpd|nginx|redis|memcached|postgres) PAIR_LIST="$PAIR_LIST $s" ;; esac; done
 PAIRF="$RAWD/servers_paired.tsv"
 : >"$PAIRF"
 if [ -n "$PAIR_LIST" ] && [ "${SERVERS_PAIR_REPS:-4}" -gt 0 ]; then
@@ -385,7 +385,7 @@ if [ -n "$PAIR_LIST" ] && [ "${SERVERS_PAIR_REPS:-4}" -gt 0 ]; then
     PAIR_REPS=${SERVERS_PAIR_REPS:-4} PAIR_DURATION=${SERVERS_PAIR_DURATION:-4} PAIR_TSV=$PAIRF \
         BENCH_LIB=$CLIB "$ROOT/scripts/servers_paired.sh" $PAIR_LIST | sed 's/^/  /' || say "pairs: FAILED"
     SELF_LIST=""
-    for s in ${SERVERS_PAIR_SELF-lighttpd}; do [[ " $PAIR_LIST " == *" $s "* ]] && SELF_LIST="$SELF_LIST $s"; done
+    for s in ${SERVERS_PAIR_SELF-lighttpd postgres}; do [[ " $PAIR_LIST " == *" $s "* ]] && SELF_LIST="$SELF_LIST $s"; done
     if [ -n "$SELF_LIST" ]; then
         say "pairs, native against native:$SELF_LIST"
         # shellcheck disable=SC2086

@@ -201,11 +201,12 @@ def markdown(figs, meta):
     a("")
     paired_any = any(f["paired"] or f["self"] for f in figs)
     if paired_any:
-        a(f"*paired CPU per op* is a second figure for the event-driven servers: a native and a corun copy run at the "
-          f"same time on one CPU, each with its own load generator on the other CPU "
+        a(f"*paired CPU per op* is a second figure for the event-driven servers and PostgreSQL: a native and a corun "
+          f"copy run at the same time on one CPU, each with its own load generator on the other CPU "
           f"({meta.get('servers_pair_reps', '4')} pairs of {meta.get('servers_pair_duration', '4')} s, which copy starts "
           "first alternating; nginx with 1 worker here; `scripts/servers_paired.sh`), and the corun copy's CPU time per "
-          "operation (its threads' run time from `/proc/PID/task/*/schedstat`) over the native copy's: median "
+          "operation (its threads' run time from `/proc/PID/task/*/schedstat`; PostgreSQL's backends end with the "
+          "load, so there the postmaster's own and reaped children's clock ticks, 10 ms each) over the native copy's: median "
           "(min-max) over the pairs, **above 1: corun uses more CPU** (the opposite way round from the *CPU per op* "
           "column). The two figures answer the same question differently. The req/s ratio compares runs seconds apart, "
           "and on this shared 2-CPU machine a single-process event loop's 4 s rate swings 10-20% from one run to the "

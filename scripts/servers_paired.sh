@@ -15,7 +15,13 @@
 # with the other's. A run with native against native shows the noise
 # left (PAIR_SELF=1).
 #
-# Usage: scripts/servers_paired.sh [lighttpd|nginx|redis|memcached ...]
+# PostgreSQL is paired too, though a process per connection: its
+# backends end with the load, so their run time is read from the
+# postmaster's reaped-children ticks (/proc/PID/stat cutime+cstime, 10 ms
+# each; 8 backends at ~half a CPU for 4 s make ~200 ticks a copy, a 0.5%
+# step): each copy gets its own copy of one initialised data directory.
+#
+# Usage: scripts/servers_paired.sh [lighttpd|nginx|redis|memcached|postgres ...]
 # Environment: PAIR_REPS=6 (pairs per server; which copy is started first
 # and gets which port alternates), PAIR_DURATION=5 s, PAIR_SRV_CPU=1,
 # PAIR_CLI_CPU=0, PAIR_PORT=first of two ports (default: free ones),
@@ -38,15 +44,47 @@ SCPU=${PAIR_SRV_CPU:-1}
 CCPU=${PAIR_CLI_CPU:-0}
 CLIB=${BENCH_LIB:-$LIB}
 LIST=${*:-lighttpd nginx redis}
-export PATH="$PATH:/usr/sbin"
+export PATH="$PATH:/usr/sbin:/usr/lib/postgresql/15/bin"
 ulimit -n "$(ulimit -Hn)"
 
 W="$TMPD/paired"
 make_web_root "$W"
+CLK_TCK=$(getconf CLK_TCK)
 
-# Run time in ns of every thread of a process and its children.
+# postgres: one data directory, initialised and filled for pgbench (scale
+# 4) once; each copy of the server runs on a copy of it, as user postgres.
+pg_template() {
+    [ -f "$W/pgt/ready" ] && return 0
+    mkdir -p "$W/pgt" && chown postgres "$W/pgt"
+    setpriv --reuid postgres --regid postgres --init-groups initdb -D "$W/pgt/data" -A trust -U postgres \
+        >"$W/pgt/initdb.log" 2>&1 || { echo "postgres: initdb failed: $(tail -2 "$W/pgt/initdb.log")" >&2; return 1; }
+    local port pid
+    port=$(free_port)
+    setpriv --reuid postgres --regid postgres --init-groups postgres -D "$W/pgt/data" -p "$port" -k "$W/pgt" \
+        -c listen_addresses=127.0.0.1 >"$W/pgt/log" 2>&1 &
+    pid=$!
+    wait_port "$port"
+    for _ in $(seq 1 50); do pg_isready -q -h 127.0.0.1 -p "$port" && break; sleep 0.1; done
+    pgbench -h 127.0.0.1 -p "$port" -U postgres -i -s 4 -q postgres >"$W/pgt/pgbench-i.log" 2>&1 \
+        || { echo "postgres: pgbench -i failed" >&2; kill -INT "$pid"; return 1; }
+    kill -INT "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    touch "$W/pgt/ready"
+}
+
+# Run time in ns of every thread of a process and its children (for
+# postgres, whose backends end with the load: clock ticks of the
+# postmaster, its reaped children and its live ones).
 tree_ns() {
     local p t=0 n
+    if [ "$srv" = postgres ]; then
+        for p in $1 $(pgrep -P "$1" 2>/dev/null); do
+            n=$(awk '{print $14 + $15 + $16 + $17}' /proc/"$p"/stat 2>/dev/null) || n=0
+            t=$((t + ${n:-0}))
+        done
+        echo $((t * 1000000000 / CLK_TCK))
+        return
+    fi
     for p in $1 $(pgrep -P "$1" 2>/dev/null); do
         for n in $(cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{print $1}'); do
             t=$((t + n))
@@ -76,6 +114,13 @@ start() {
     memcached)
         # As make bench runs it (bench_servers.sh): 4 threads.
         cmd=(memcached -u root -l 127.0.0.1 -p "$port" -t 4 -c 4096 -U 0 -m 256) ;;
+    postgres)
+        # As make bench runs it; setpriv execs (runuser would stay the
+        # parent, and the postmaster would not be $!).
+        rm -rf "$d/data" && cp -a "$W/pgt/data" "$d/data" && chown -R postgres "$d"
+        cmd=(setpriv --reuid postgres --regid postgres --init-groups postgres -D "$d/data" -p "$port"
+            -k "$d" -c listen_addresses=127.0.0.1 -c shared_buffers=64MB -c max_connections=50
+            -c synchronous_commit=off) ;;
     esac
     if [ "$mode" = corun ]; then
         LD_PRELOAD="$CLIB" taskset -c "$SCPU" "${cmd[@]}" >"$d/out" 2>&1 &
@@ -98,6 +143,10 @@ while True:
     out += d
 sys.stdout.write(repr(out))' "$2" 2>/dev/null)" = "$(printf "b'STORED\\\\r\\\\nVALUE pk 0 5\\\\r\\\\nv%04d\\\\r\\\\nEND\\\\r\\\\n'" "$(($2 % 10000))")" ] \
             && echo ok || echo WRONG
+    elif [ "$1" = postgres ]; then
+        for _ in $(seq 1 50); do pg_isready -q -h 127.0.0.1 -p "$2" && break; sleep 0.1; done
+        [ "$(psql -h 127.0.0.1 -p "$2" -U postgres -Atc "select count(*), $2 from pgbench_branches" postgres 2>/dev/null)" = "4|$2" ] \
+            && echo ok || echo WRONG
     elif [ "$1" = redis ]; then
         redis-cli -p "$2" set pair-key "v$2" >/dev/null 2>&1 || true
         [ "$(redis-cli -p "$2" get pair-key 2>/dev/null)" = "v$2" ] && echo ok || echo WRONG
@@ -114,6 +163,17 @@ load() {
         local n
         n=$(awk '/^Run time:/{for(i=1;i<=NF;i++) if($i=="Ops:") print $(i+1)}' "$3.raw" | tail -1)
         echo "${n:-0} $([ -n "$n" ] && echo 0 || echo 1)" >"$3"
+    elif [ "$1" = postgres ]; then
+        # pgbench's count of select-only transactions, 8 clients.
+        local rc=0 n f
+        taskset -c "$CCPU" timeout $((DUR + 20)) pgbench -h 127.0.0.1 -p "$2" -U postgres -S -c 8 -j 1 \
+            -T "$DUR" postgres >"$3.raw" 2>&1 || rc=1
+        n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$3.raw")
+        f=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$3.raw")
+        # Backends still ending are reaped (their ticks counted) before
+        # the caller reads the postmaster's.
+        sleep 0.3
+        echo "${n:-0} $((${f:-0} + rc))" >"$3"
     elif [ "$1" = redis ]; then
         # About as long as the HTTP loads at this machine's loaded rates.
         local rc=0
@@ -133,6 +193,14 @@ load() {
 # children, so polled, not waited for) and their children.
 stop() {
     local p all="$*"
+    if [ "$srv" = postgres ]; then
+        # A fast shutdown of each postmaster, which ends its children
+        # and releases its shared memory; what is left then gets TERM.
+        kill -INT "$@" 2>/dev/null || true
+        for p in "$@"; do
+            for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+        done
+    fi
     for p in "$@"; do all="$all $( (pgrep -P "$p" 2>/dev/null || true) | tr "\n" " ")"; done
     # shellcheck disable=SC2086
     kill $all 2>/dev/null || true
@@ -145,6 +213,7 @@ stop() {
 second=corun
 [ "${PAIR_SELF:-0}" = 1 ] && second=native
 for srv in $LIST; do
+    if [ "$srv" = postgres ] && ! pg_template; then echo "postgres: no data directory"; continue; fi
     ratios=()
     for rep in $(seq 1 "$REPS"); do
         if (( rep % 2 )); then ma=native mb=$second; else ma=$second mb=native; fi
