@@ -21,6 +21,13 @@
  *                             time: a process's start and end. With LIB,
  *                             the child runs with LD_PRELOAD=LIB (this
  *                             parent stays native): corun's cost per process
+ *   fork ITERS TRIALS         fork, the child echoes 5 bytes back over a
+ *                             socketpair and exits, the parent checks them
+ *                             and waits for it: a fork-per-connection
+ *                             server's child, one at a time. Run natively
+ *                             and under corun (the whole program: the
+ *                             parent forks from a coroutine); prints the
+ *                             children's page faults each on stderr
  *   sleepers N MS TRIALS      N kernel threads started at once, each
  *                             nanosleep()s MS ms; wall time from the first
  *                             create to the last join (if creation fails for
@@ -38,6 +45,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -345,10 +354,42 @@ static double exec_trial(void)
     return (double)(now_ns() - t0) / (double)iters;
 }
 
+static double fork_trial(void)
+{
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < iters; i++) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+            die("socketpair", errno);
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork", errno);
+        if (pid == 0) {
+            char b[8];
+            close(sv[0]);
+            ssize_t r = read(sv[1], b, sizeof b);
+            if (r != 5 || write(sv[1], b, 5) != 5)
+                _exit(3);
+            exit(0);
+        }
+        close(sv[1]);
+        char b[8] = {0};
+        if (write(sv[0], "hello", 5) != 5 || read(sv[0], b, sizeof b) != 5 || memcmp(b, "hello", 5) != 0)
+            die("the child's echo", EIO);
+        close(sv[0]);
+        int st;
+        if (waitpid(pid, &st, 0) != pid)
+            die("waitpid", errno);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            die("the child did not exit 0", EINVAL);
+    }
+    return (double)(now_ns() - t0) / (double)iters;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s swapcontext|pthread|thread_yield|pshared_cond ITERS TRIALS | eventfd ITERS TRIALS CPU | exec ITERS TRIALS [LIB] | sleepers N MS TRIALS\n",
+        fprintf(stderr, "usage: %s swapcontext|pthread|thread_yield|pshared_cond ITERS TRIALS | eventfd ITERS TRIALS CPU | fork ITERS TRIALS | exec ITERS TRIALS [LIB] | sleepers N MS TRIALS\n",
                 argv[0]);
         return 2;
     }
@@ -383,6 +424,8 @@ int main(int argc, char **argv)
         trial = thread_yield_trial;
     else if (strcmp(t, "pshared_cond") == 0)
         trial = pshared_cond_trial;
+    else if (strcmp(t, "fork") == 0)
+        trial = fork_trial;
     else if (strcmp(t, "exec") == 0) {
         trial = exec_trial;
         exec_preload = argc > 4 ? argv[4] : NULL;
@@ -401,5 +444,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < trials; i++)
         v[i] = trial();
     report(name, v, trials, "ns");
+    if (trial == fork_trial) {
+        struct rusage ru;
+        if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
+            fprintf(stderr, "page faults per child: %.1f\n", (double)ru.ru_minflt / (double)((trials + 1) * iters));
+    }
     return 0;
 }

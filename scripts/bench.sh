@@ -217,6 +217,10 @@ micro pshared_cond_w1 env CORUN_WORKERS=1 LD_PRELOAD="$LIB" "$BIN/bench_baseline
 # A process's start and end, natively and with the child under corun (the
 # parent stays native): what a build or a shell script pays per command.
 micro exec_native "$BIN/bench_baselines" exec $XI $TR
+# A fork-per-connection server's child (fork, a 5-byte echo, exit, wait):
+# the forking program natively and under corun.
+micro fork_native "$BIN/bench_baselines" fork $((XI * 4)) $TR
+micro fork_corun co "$BIN/bench_baselines" fork $((XI * 4)) $TR
 micro exec_corun "$BIN/bench_baselines" exec $XI $TR "$LIB"
 fi
 

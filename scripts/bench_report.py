@@ -370,6 +370,8 @@ rows = [
     ("pshared_cond_w1", "corun: the same, the parent under corun with 1 worker (its waits on a blocking-pool helper)"),
     ("exec_native", "baseline: posix_spawn + waitpid of /bin/true, natively (a process's start and end)"),
     ("exec_corun", "corun: the same, the child under corun (LD_PRELOAD; the parent native)"),
+    ("fork_native", "baseline: fork, the child echoes 5 bytes over a socketpair and exits, waitpid (a fork-per-connection server's child)"),
+    ("fork_corun", "corun: the same program under corun (it forks from a coroutine)"),
 ]
 for key, label in rows:
     if key in micro:
@@ -397,6 +399,10 @@ xn, xc = m("exec_native"), m("exec_corun")
 if None not in (xn, xc):
     a(f"- a process's start and end (/bin/true), natively / under corun: {fr(ratio(xn, xc), 2)} "
       f"(corun adds {(xc - xn) / 1000:.0f} us a process)")
+fn, fc = m("fork_native"), m("fork_corun")
+if None not in (fn, fc):
+    a(f"- a forked child that echoes 5 bytes and exits, natively / under corun: {fr(ratio(fn, fc), 2)} "
+      f"(corun adds {(fc - fn) / 1000:.0f} us a child)")
 a("")
 
 a("## 2. Memory per idle connection")

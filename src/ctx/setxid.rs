@@ -62,6 +62,7 @@ struct Listed {
     tid: AtomicI32,
     tp: AtomicUsize,
 }
+#[link_section = ".data.corun_fork"]
 static LISTED: [Listed; MAX_WORKERS] = [const {
     Listed {
         tid: AtomicI32::new(0),
@@ -87,10 +88,11 @@ pub fn note_worker_thread(index: usize) {
 /// put back in its place (`fork_lists.rs`: glibc had made its stack free)
 /// and stays the listed one.
 pub fn after_fork_child(index: usize) {
+    use crate::sys::ForkReset;
     for (i, slot) in LISTED.iter().enumerate() {
         if i != index {
-            slot.tid.store(0, Ordering::Relaxed);
-            slot.tp.store(0, Ordering::Relaxed);
+            slot.tid.reset_to(0);
+            slot.tp.reset_to(0);
         }
     }
     let Some(slot) = LISTED.get(index) else {

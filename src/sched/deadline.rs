@@ -21,6 +21,7 @@ use super::token::Inner;
 
 static MAP: Mutex<BTreeMap<(u64, u64), Weak<Inner>>> = Mutex::new(BTreeMap::new());
 static CHANGED: Condvar = Condvar::new();
+#[link_section = ".data.corun_fork"]
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Cancels `tok` (id `id`) at the monotonic time `at`.

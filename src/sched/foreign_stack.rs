@@ -27,10 +27,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::config::MAX_WORKERS;
 
 /// An sp the handler found off the running coroutine's stack (0: none).
+#[link_section = ".data.corun_fork"]
 static SEEN: [AtomicUsize; MAX_WORKERS] = [const { AtomicUsize::new(0) }; MAX_WORKERS];
 /// The mapping the monitor found for it: `LO[i] .. HI[i]` (HI 0: none).
 /// Written HI = 0, LO, HI; read HI, LO, HI.
+#[link_section = ".data.corun_fork"]
 static LO: [AtomicUsize; MAX_WORKERS] = [const { AtomicUsize::new(0) }; MAX_WORKERS];
+#[link_section = ".data.corun_fork"]
 static HI: [AtomicUsize; MAX_WORKERS] = [const { AtomicUsize::new(0) }; MAX_WORKERS];
 
 /// The handler's side: the bounds `(lo, top)` of the mapping that holds
@@ -105,10 +108,11 @@ fn hex(s: &[u8]) -> Option<usize> {
 
 /// After a fork: the child's worker indices start afresh.
 pub(super) fn reset() {
+    use crate::sys::ForkReset;
     for i in 0..MAX_WORKERS {
-        SEEN[i].store(0, Ordering::Relaxed);
-        HI[i].store(0, Ordering::SeqCst);
-        LO[i].store(0, Ordering::SeqCst);
+        SEEN[i].reset_to(0);
+        HI[i].reset_to(0);
+        LO[i].reset_to(0);
     }
 }
 

@@ -97,13 +97,19 @@ fn reset_worker(w: &'static Worker) {
     // descriptors all use it).
     w.tid.store(crate::sys::gettid(), Ordering::Relaxed);
     let drop_all = |t: super::task::TaskRef| std::mem::forget(t);
-    while let Some(turn) = w.local.run_queue.borrow_mut().pop(|| 0, u64::MAX) {
-        if let super::run_queue::Turn::Ready(t) = turn {
-            drop_all(t);
+    // Each queue is looked at before it is drained: a forked child pays
+    // (in page faults: `sys::ForkReset`) only for what it finds.
+    if !w.local.run_queue.borrow().is_empty() {
+        while let Some(turn) = w.local.run_queue.borrow_mut().pop(|| 0, u64::MAX) {
+            if let super::run_queue::Turn::Ready(t) = turn {
+                drop_all(t);
+            }
         }
     }
-    while let Some(t) = w.local.fresh.pop() {
-        drop_all(t);
+    if !w.local.fresh.is_empty() {
+        while let Some(t) = w.local.fresh.pop() {
+            drop_all(t);
+        }
     }
     w.forget_handoff_after_fork();
     // SAFETY: as for the global queue in `keep_only`.

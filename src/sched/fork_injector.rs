@@ -43,6 +43,15 @@ impl ForkInjector {
     /// The caller is the only thread of the process (a forked child, right
     /// after the fork) and keeps no reference to the old queue.
     pub unsafe fn reset_after_fork(&self) {
+        // An empty queue (head and tail agree: no slot reserved, so none
+        // half-pushed) is kept: a new one would allocate and write the
+        // page holding this one, which the child would copy
+        // (`sys::ForkReset`). A steal caught half-way leaves a slot
+        // behind the head that nobody reads again (its block is leaked).
+        // SAFETY: as below: no other thread, no reference kept.
+        if unsafe { &*self.0.get() }.is_empty() {
+            return;
+        }
         // SAFETY: no other thread exists to use the queue meanwhile, and no
         // reference into it outlives this call (the caller's contract).
         let old = unsafe { std::ptr::replace(self.0.get(), Injector::new()) };

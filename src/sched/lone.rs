@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 const SPAWNED: u8 = 1;
 const TOKENS: u8 = 2;
 const WAITED: u8 = 4;
+#[link_section = ".data.corun_fork"]
 static STATE: AtomicU8 = AtomicU8::new(0);
 
 /// A coroutine other than `main` (or a forked child's own) is being
@@ -69,7 +70,10 @@ pub fn note_fd_wait() {
 /// In a forked child, which has only the forking coroutine, and fd
 /// entries rebuilt without waiters (`fdtable::rebuild_after_fork`).
 pub fn after_fork_child() {
-    STATE.fetch_and(!(SPAWNED | WAITED), Ordering::Relaxed);
+    // A look first: a store would copy the page (`sys::ForkReset`).
+    if STATE.load(Ordering::Relaxed) & (SPAWNED | WAITED) != 0 {
+        STATE.fetch_and(!(SPAWNED | WAITED), Ordering::Relaxed);
+    }
 }
 
 /// No coroutine but the first was ever spawned (since the start or the

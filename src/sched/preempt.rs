@@ -105,8 +105,10 @@ pub const VALUE: u64 = 0x636f_7275_6e50_5245;
 
 /// The slice in ns (0: preemption off).
 pub(super) static SLICE_NS: AtomicU64 = AtomicU64::new(0);
+#[link_section = ".data.corun_fork"]
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// Per worker: the switch count + 1 of the run to preempt (0: none).
+#[link_section = ".data.corun_fork"]
 pub(super) static WANT: [AtomicU64; MAX_WORKERS] = [const { AtomicU64::new(0) }; MAX_WORKERS];
 /// How long a run lasts at least before a due timer preempts it (the
 /// order of the kernel's wake-up granularity); also the monitor's period
@@ -239,9 +241,10 @@ pub fn ensure_started(rt: &'static Runtime) {
 
 /// In a forked child the monitor does not exist: the next spawn starts one.
 pub fn reset_after_fork() {
-    STARTED.store(false, Ordering::Relaxed);
+    use crate::sys::ForkReset;
+    STARTED.reset_to(false);
     for w in &WANT {
-        w.store(0, Ordering::Relaxed);
+        w.reset_to(0);
     }
     super::preempt_safe::reset_after_fork();
     super::foreign_stack::reset();

@@ -28,6 +28,7 @@ static MAPS: ProcFile = ProcFile::new();
 
 /// The first spawn (of this process: a forked child starts over) opened
 /// the files.
+#[link_section = ".data.corun_fork"]
 static OPENED: AtomicBool = AtomicBool::new(false);
 
 /// Whether anything reads the files: the monitor (preemption on) or the
@@ -95,7 +96,7 @@ fn keep(fd: Option<i32>) {
 /// In a forked child: the kept files describe the parent until the child's
 /// first spawn reopens them.
 pub fn after_fork_child() {
-    OPENED.store(false, Ordering::Relaxed);
+    crate::sys::ForkReset::reset_to(&OPENED, false);
 }
 
 /// What a worker's thread is doing, by its state in /proc.

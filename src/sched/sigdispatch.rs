@@ -52,6 +52,7 @@ pub(super) struct Shard {
     lock: SpinLock<()>,
 }
 
+#[link_section = ".data.corun_fork"]
 pub(super) static REGISTRY: [Shard; SHARDS] = [const {
     Shard {
         lock: SpinLock::new(()),

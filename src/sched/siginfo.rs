@@ -14,9 +14,14 @@
 //! pending bit after `put` and gives the slot back (`take`) when the bit
 //! was set already. When the table is full the handler still runs, with a
 //! siginfo that only names the signal (SI_USER, no sender).
+//!
+//! The slots are claimed from the first; `HIGH` is one past the last slot
+//! ever claimed, so the searches look no further. A forked child's `clear`
+//! then touches none of the table's 9 pages when no siginfo was ever kept
+//! (each would be a page fault: `sys::ForkReset`).
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// `sizeof(siginfo_t)` in 8-byte words.
 pub const WORDS: usize = 16;
@@ -42,6 +47,17 @@ static TABLE: [Slot; SLOTS] = [const {
     }
 }; SLOTS];
 
+/// One past the highest slot ever claimed. Raised before the slot is
+/// claimed, so a key that is not FREE always lies below it; whoever must
+/// see a kept siginfo (the pending bit marked after `put`) sees it raised.
+#[link_section = ".data.corun_fork"]
+static HIGH: AtomicUsize = AtomicUsize::new(0);
+
+/// The slots ever claimed.
+fn used() -> &'static [Slot] {
+    &TABLE[..HIGH.load(Ordering::Acquire).min(SLOTS)]
+}
+
 fn key(owner: u64, sig: i32) -> u64 {
     (owner.wrapping_add(1) << 8) | (sig as u64 & 0xff)
 }
@@ -50,10 +66,11 @@ fn key(owner: u64, sig: i32) -> u64 {
 /// Returns false when the table is full.
 pub fn put(owner: u64, sig: i32, info: &Info) -> bool {
     let k = key(owner, sig);
-    for s in &TABLE {
+    for (i, s) in TABLE.iter().enumerate() {
         if s.key.load(Ordering::Relaxed) != FREE {
             continue;
         }
+        HIGH.fetch_max(i + 1, Ordering::AcqRel);
         if s.key
             .compare_exchange(FREE, BUSY, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
@@ -70,7 +87,7 @@ pub fn put(owner: u64, sig: i32, info: &Info) -> bool {
 /// Takes the siginfo kept for `sig` at `owner`, if any.
 pub fn take(owner: u64, sig: i32) -> Option<Info> {
     let k = key(owner, sig);
-    for s in &TABLE {
+    for s in used() {
         if s.key.load(Ordering::Relaxed) == k
             && s.key
                 .compare_exchange(k, BUSY, Ordering::Acquire, Ordering::Relaxed)
@@ -89,7 +106,7 @@ pub fn take(owner: u64, sig: i32) -> Option<Info> {
 /// given to a thread).
 pub fn transfer(from: u64, to: u64, sig: i32) {
     let (kf, kt) = (key(from, sig), key(to, sig));
-    for s in &TABLE {
+    for s in used() {
         if s.key.load(Ordering::Relaxed) == kf
             && s.key
                 .compare_exchange(kf, kt, Ordering::AcqRel, Ordering::Relaxed)
@@ -110,7 +127,7 @@ pub fn forget(owner: u64) {
 
 /// Frees every slot (a forked child starts with no pending signal).
 pub fn clear() {
-    for s in &TABLE {
+    for s in used() {
         let k = s.key.load(Ordering::Relaxed);
         if k > BUSY {
             let _ = s

@@ -80,14 +80,19 @@ pub fn is_marker_value(v: u64) -> bool {
 const ARMED: u64 = 1 << 63;
 
 /// Signals sent to the process that no coroutine took yet.
+#[link_section = ".data.corun_fork"]
 pub(super) static PROC_PENDING: AtomicU64 = AtomicU64::new(0);
 /// A worker should dispatch (set from handlers).
+#[link_section = ".data.corun_fork"]
 pub(super) static WORK: AtomicBool = AtomicBool::new(false);
 /// Some task other than main may need a wake-up: scan the registry.
+#[link_section = ".data.corun_fork"]
 pub(super) static SCAN: AtomicBool = AtomicBool::new(false);
 /// Only one worker dispatches at a time.
+#[link_section = ".data.corun_fork"]
 pub(super) static DISPATCHING: AtomicBool = AtomicBool::new(false);
 /// `main`'s task (a counted reference leaked for the process' life).
+#[link_section = ".data.corun_fork"]
 pub(super) static MAIN: AtomicPtr<Task> = AtomicPtr::new(std::ptr::null_mut());
 /// Runs the program's handlers of the running task's deliverable signals
 /// (registered by the hooks layer, which knows the handlers).
@@ -174,13 +179,14 @@ pub fn task_ended(t: &Task) {
 /// In a forked child, on the forking thread: `me` is the only thread, the
 /// new main; no signal is pending (as after fork).
 pub fn after_fork(me: &TaskRef) {
+    use crate::sys::ForkReset;
     super::sigdispatch::forget_all_after_fork();
     me.ident.sig.registered.store(false, Ordering::Relaxed);
     sigmask::reset();
-    PROC_PENDING.store(0, Ordering::SeqCst);
-    WORK.store(false, Ordering::SeqCst);
-    SCAN.store(false, Ordering::SeqCst);
-    DISPATCHING.store(false, Ordering::SeqCst);
+    PROC_PENDING.reset_to(0);
+    WORK.reset_to(false);
+    SCAN.reset_to(false);
+    DISPATCHING.reset_to(false);
     me.ident.pending.store(0, Ordering::SeqCst);
     siginfo::clear();
     let m = me.ident.sig.counted.load(Ordering::Relaxed);

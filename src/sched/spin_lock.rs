@@ -69,7 +69,11 @@ impl<T> SpinLock<T> {
     /// No guard of it may be alive: for a forked child, whose only thread
     /// holds none, when the holder was one of the parent's other threads.
     pub unsafe fn force_unlock(&self) {
-        self.locked.store(false, Ordering::Release);
+        // Only if held: a store to a free lock would copy its page in a
+        // forked child all the same (`sys::ForkReset`).
+        if self.locked.load(Ordering::Relaxed) {
+            self.locked.store(false, Ordering::Release);
+        }
     }
 
     #[cold]

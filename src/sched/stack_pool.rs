@@ -31,9 +31,11 @@ use crate::ctx::{GuardedStack, StackPool};
 use super::fdtable;
 use super::worker::Worker;
 
+#[link_section = ".data.corun_fork"]
 static SHARED_STACKS: std::sync::Mutex<StackPool> = std::sync::Mutex::new(StackPool::new());
 /// In a forked child whose parent held the shared pool's lock at the fork:
 /// the lock can never be taken again, so map slabs directly.
+#[link_section = ".data.corun_fork"]
 static SHARED_STACKS_BROKEN: AtomicBool = AtomicBool::new(false);
 /// Idle stacks of a size a worker keeps for itself.
 const LOCAL_STACKS: usize = crate::ctx::stack::HOT;
@@ -47,12 +49,25 @@ const SCAVENGE_AFTER_NS: u64 = 500_000_000;
 /// Uses of the shared pool (gets and puts; written under its lock, so
 /// no clock is read on the spawn path), and, for the scavenger, the count
 /// it last saw and since when (monotonic ns).
+#[link_section = ".data.corun_fork"]
 static USES: AtomicU64 = AtomicU64::new(0);
 static SEEN_USES: AtomicU64 = AtomicU64::new(u64::MAX);
 static SEEN_SINCE: AtomicU64 = AtomicU64::new(0);
 
+/// Set before the shared pool's lock is first taken: a forked child of a
+/// process that never took it leaves it alone (`shared_stacks_after_fork`).
+#[link_section = ".data.corun_fork"]
+static EVER_LOCKED: AtomicBool = AtomicBool::new(false);
+
+fn note_locking() {
+    if !EVER_LOCKED.load(Ordering::Relaxed) {
+        EVER_LOCKED.store(true, Ordering::SeqCst);
+    }
+}
+
 /// The shared pool, locked, its use counted.
 fn shared() -> std::sync::MutexGuard<'static, StackPool> {
+    note_locking();
     let g = fdtable::lock(&SHARED_STACKS);
     USES.store(USES.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     g
@@ -71,6 +86,11 @@ pub(super) fn shared_stack(size: usize) -> std::io::Result<GuardedStack> {
 /// In a forked child: the shared pool's lock may be held by a thread that
 /// does not exist there.
 pub(super) fn shared_stacks_after_fork() {
+    // Never locked: nothing to repair, and a try-lock would copy its page
+    // (`sys::ForkReset`).
+    if !EVER_LOCKED.load(Ordering::Relaxed) {
+        return;
+    }
     if SHARED_STACKS.try_lock().is_err() {
         SHARED_STACKS_BROKEN.store(true, Ordering::Relaxed);
     }
@@ -82,6 +102,9 @@ pub(super) fn shared_stacks_after_fork() {
 /// batch, or when the quiet time is over (a worker busy elsewhere holds
 /// the lock: skip this time).
 pub(super) fn scavenge_when_idle(timeout: Option<u64>) -> Option<u64> {
+    if !EVER_LOCKED.load(Ordering::Relaxed) {
+        return timeout; // never used: nothing to give back
+    }
     let Ok(mut pool) = SHARED_STACKS.try_lock() else {
         return timeout;
     };

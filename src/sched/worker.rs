@@ -473,7 +473,9 @@ impl Worker {
     /// The slot is written by one compare-exchange, so a fork in the middle
     /// of a push leaves it whole or empty.
     pub(super) fn forget_handoff_after_fork(&self) {
-        self.handoff.store(std::ptr::null_mut(), Ordering::Relaxed);
+        if !self.handoff.load(Ordering::Relaxed).is_null() {
+            self.handoff.store(std::ptr::null_mut(), Ordering::Relaxed);
+        }
     }
 
     /// A task woken from another thread: the hand-off slot first, then the

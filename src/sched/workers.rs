@@ -68,13 +68,14 @@ impl Workers {
     /// (never started, never placed on), to be renewed at the child's
     /// first spawn.
     pub(super) fn mark_dead_renewable(&self, me: usize) {
+        use crate::sys::ForkReset;
         for w in self.iter() {
             if w.index != me {
-                w.dead.store(true, Ordering::Relaxed);
-                w.started.store(true, Ordering::Relaxed);
+                w.dead.reset_to(true);
+                w.started.reset_to(true);
             }
         }
-        self.renew_pending.store(self.len() > 1, Ordering::Relaxed);
+        self.renew_pending.reset_to(self.len() > 1);
     }
 
     /// At a spawn (`spawn.rs`): in a forked child whose other workers are

@@ -258,12 +258,16 @@ pub fn block_all_signals() {
     }
 }
 
-/// The kernel thread id of the caller.
 /// A `Mutex` that a forked child can make usable again when a thread of
 /// the parent held it at the fork (that thread does not exist in the
 /// child, so it never unlocks it). The mutex sits in an `UnsafeCell` so
-/// that the child may replace it.
-pub struct ForkMutex<T>(std::cell::UnsafeCell<std::sync::Mutex<T>>);
+/// that the child may replace it. It also remembers whether it was ever
+/// handed out: one the parent never used is left alone in the child, whose
+/// try-lock would otherwise write (copy) its page (`ForkReset`).
+pub struct ForkMutex<T>(
+    std::cell::UnsafeCell<std::sync::Mutex<T>>,
+    std::sync::atomic::AtomicBool,
+);
 
 // SAFETY: shared like the Mutex inside; the cell is only written by
 // `unlock_after_fork`, in a forked child, when it is the only thread.
@@ -271,21 +275,37 @@ unsafe impl<T: Send> Sync for ForkMutex<T> {}
 
 impl<T> ForkMutex<T> {
     pub const fn new(v: T) -> ForkMutex<T> {
-        ForkMutex(std::cell::UnsafeCell::new(std::sync::Mutex::new(v)))
+        ForkMutex(
+            std::cell::UnsafeCell::new(std::sync::Mutex::new(v)),
+            std::sync::atomic::AtomicBool::new(false),
+        )
     }
 
     /// The mutex.
     #[inline]
     pub fn get(&self) -> &std::sync::Mutex<T> {
+        if !self.1.load(Ordering::Relaxed) {
+            self.1.store(true, Ordering::Relaxed);
+        }
         // SAFETY: only `unlock_after_fork` writes the cell, in a forked
         // child with no other thread and no outstanding reference in use.
         unsafe { &*self.0.get() }
     }
 
+    /// Whether `get` was ever called (in this process or, before a fork,
+    /// its parent).
+    #[inline]
+    pub fn ever_used(&self) -> bool {
+        self.1.load(Ordering::Relaxed)
+    }
+
     /// In a forked child: if the mutex was held at the fork, replace it by
     /// a new one holding `fresh()`; the old contents (maybe half-updated)
-    /// are leaked, never dropped.
+    /// are leaked, never dropped. One never used is as new: untouched.
     pub fn unlock_after_fork(&self, fresh: impl FnOnce() -> T) {
+        if !self.ever_used() {
+            return;
+        }
         if let Err(std::sync::TryLockError::WouldBlock) = self.get().try_lock() {
             // SAFETY: the child runs one thread, this one; the holder of the
             // old mutex is gone and nobody else refers to it now.
@@ -294,6 +314,44 @@ impl<T> ForkMutex<T> {
     }
 }
 
+/// Stores for a forked child's resets that write only what differs.
+///
+/// Right after a fork every page the parent wrote is shared copy-on-write,
+/// so the child's first store to a page copies it (a page fault, 1-3 us on
+/// this VM) even when it leaves the value as it was; and a first look at a
+/// page the parent never touched maps the zero page (a fault too). A child
+/// of a fork-per-connection server that serves one request and exits paid
+/// ~40 such faults in corun's resets (`perf record -e page-faults -d`,
+/// scripts/fork_cost in docs/ARCHITECTURE.md §5.5). Only for the child's
+/// one thread, before it makes another: nothing else runs, so the order of
+/// the load and the store needs no care.
+pub trait ForkReset<T> {
+    /// Makes the value `v`, writing only if it is not `v` already.
+    fn reset_to(&self, v: T);
+}
+
+macro_rules! fork_reset {
+    ($($atomic:ty => $t:ty),*) => {$(
+        impl ForkReset<$t> for $atomic {
+            #[inline]
+            fn reset_to(&self, v: $t) {
+                if self.load(Ordering::Relaxed) != v {
+                    self.store(v, Ordering::SeqCst);
+                }
+            }
+        }
+    )*};
+}
+fork_reset!(
+    std::sync::atomic::AtomicBool => bool,
+    std::sync::atomic::AtomicU8 => u8,
+    std::sync::atomic::AtomicI32 => i32,
+    std::sync::atomic::AtomicU32 => u32,
+    std::sync::atomic::AtomicU64 => u64,
+    AtomicUsize => usize
+);
+
+/// The kernel thread id of the caller.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
     unsafe { crate::sys::real::syscall!(libc::SYS_gettid) as i32 }

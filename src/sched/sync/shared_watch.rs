@@ -321,6 +321,11 @@ fn fire_where(how: impl Fn(&Registration) -> Option<u32>) {
 /// starts its own at its first wait (`watcher_of` is the parent's pid),
 /// and the parent's registrations are its coroutines', gone here.
 pub fn after_fork_child() {
+    // Never used (no process-shared wait ever): nothing to forget, and
+    // taking the lock would copy its page (`sys::ForkReset`).
+    if !STATE.ever_used() {
+        return;
+    }
     STATE.unlock_after_fork(|| State {
         regs: Vec::new(),
         watcher_of: 0,
