@@ -69,6 +69,7 @@ pub(crate) mod next {
 }
 
 #[no_mangle]
+#[link_section = ".text.hot.corun"] // a forked child's path: build.rs
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if !crate::sched::lone::nothing_parks() {
         // Before the fd is forgotten: a cancelled close leaves it open.

@@ -45,6 +45,7 @@ fn resolve_for_children() {
 }
 
 #[no_mangle]
+#[link_section = ".text.hot.corun"] // a forked child's path: build.rs
 pub unsafe extern "C" fn fork() -> pid_t {
     super::listener::child_made();
     if !in_coroutine() {
@@ -78,6 +79,7 @@ impl Forker {
 
     /// In the new process, before any of the program's code: the runtime
     /// keeps this coroutine alone (docs/ARCHITECTURE.md §5.5).
+    #[link_section = ".text.hot.corun"] // a forked child's path: build.rs
     pub(crate) fn child(self) {
         let saved = crate::sys::errno();
         after_fork_child(self.task, self.is_main);

@@ -379,6 +379,7 @@ fn write_iov_from(
 }
 
 #[no_mangle]
+#[link_section = ".text.hot.corun"] // a forked child's path: build.rs
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
     if crate::sched::lone::nothing_parks() {
         // A lone entry (hooks/mod.rs): what the rest does when nothing parks.
@@ -422,6 +423,7 @@ unsafe fn read_hooked(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
 }
 
 #[no_mangle]
+#[link_section = ".text.hot.corun"] // a forked child's path: build.rs
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     if crate::sched::lone::nothing_parks() {
         // A lone entry (hooks/mod.rs): what the rest does when nothing parks.

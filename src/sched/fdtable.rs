@@ -522,6 +522,7 @@ pub fn forget_for_close(fd: i32) -> bool {
 /// child's inherited one (forgotten there without a rebuild, as `forget`
 /// does), or none.
 #[cold]
+#[link_section = ".text.hot.corun"] // a forked child's path: build.rs
 fn forget_inherited(c: usize, i: usize) -> bool {
     let old = INHERITED[c].load(Ordering::Acquire);
     if old.is_null() {

@@ -123,6 +123,7 @@ static INIT: AtomicBool = AtomicBool::new(false);
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
 #[no_mangle]
+#[link_section = ".text.hot.corun"] // a forked child's path: build.rs
 pub unsafe extern "C" fn syscall(
     n: c_long,
     a1: c_long,
