@@ -26,7 +26,7 @@
 # and gets which port alternates), PAIR_DURATION=5 s, PAIR_SRV_CPU=1,
 # PAIR_CLI_CPU=0, PAIR_PORT=first of two ports (default: free ones),
 # BENCH_LIB the libcorun.so to measure (default: this tree's), PAIR_SELF=1
-# native against native instead.
+# native against native instead, PAIR_PG_ARGS="-S -c 8" pgbench's options.
 #
 # Prints one line per pair and, per server, the median of the
 # corun/native CPU-per-op ratios (below 1: corun uses less) over the pairs
@@ -164,9 +164,12 @@ load() {
         n=$(awk '/^Run time:/{for(i=1;i<=NF;i++) if($i=="Ops:") print $(i+1)}' "$3.raw" | tail -1)
         echo "${n:-0} $([ -n "$n" ] && echo 0 || echo 1)" >"$3"
     elif [ "$1" = postgres ]; then
-        # pgbench's count of select-only transactions, 8 clients.
+        # pgbench's count of select-only transactions, 8 clients
+        # (PAIR_PG_ARGS: other pgbench options, e.g. "-S -C -c 4": a
+        # connection, so a forked backend, per transaction).
         local rc=0 n f
-        taskset -c "$CCPU" timeout $((DUR + 20)) pgbench -h 127.0.0.1 -p "$2" -U postgres -S -c 8 -j 1 \
+        # shellcheck disable=SC2086
+        taskset -c "$CCPU" timeout $((DUR + 20)) pgbench -h 127.0.0.1 -p "$2" -U postgres ${PAIR_PG_ARGS:--S -c 8} -j 1 \
             -T "$DUR" postgres >"$3.raw" 2>&1 || rc=1
         n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$3.raw")
         f=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$3.raw")

@@ -321,7 +321,7 @@ impl<T> ForkMutex<T> {
 /// this VM) even when it leaves the value as it was; and a first look at a
 /// page the parent never touched maps the zero page (a fault too). A child
 /// of a fork-per-connection server that serves one request and exits paid
-/// ~40 such faults in corun's resets (`perf record -e page-faults -d`;
+/// ~20 such faults in corun's resets (`perf record -e page-faults -d`;
 /// `bench_baselines fork`, docs/ARCHITECTURE.md §5.5). Only for the
 /// child's one thread, before it makes another: nothing else runs, so the
 /// order of the load and the store needs no care.
