@@ -328,6 +328,16 @@ static double pshared_cond_trial(void)
 }
 
 /* ---- exec ---- */
+/* Waits for child `pid`; dies with `what` unless it exited with 0. */
+static void wait_exit0(pid_t pid, const char *what)
+{
+    int st;
+    if (waitpid(pid, &st, 0) != pid)
+        die("waitpid", errno);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        die(what, EINVAL);
+}
+
 static const char *exec_preload; /* NULL: the child runs natively */
 
 static double exec_trial(void)
@@ -345,11 +355,7 @@ static double exec_trial(void)
         int e = posix_spawn(&pid, argv[0], NULL, NULL, argv, envp);
         if (e)
             die("posix_spawn /bin/true", e);
-        int st;
-        if (waitpid(pid, &st, 0) != pid)
-            die("waitpid", errno);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            die("/bin/true did not exit 0", EINVAL);
+        wait_exit0(pid, "/bin/true did not exit 0");
     }
     return (double)(now_ns() - t0) / (double)iters;
 }
@@ -377,11 +383,7 @@ static double fork_trial(void)
         if (write(sv[0], "hello", 5) != 5 || read(sv[0], b, sizeof b) != 5 || memcmp(b, "hello", 5) != 0)
             die("the child's echo", EIO);
         close(sv[0]);
-        int st;
-        if (waitpid(pid, &st, 0) != pid)
-            die("waitpid", errno);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            die("the child did not exit 0", EINVAL);
+        wait_exit0(pid, "the child did not exit 0");
     }
     return (double)(now_ns() - t0) / (double)iters;
 }
