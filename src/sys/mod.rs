@@ -285,7 +285,9 @@ impl<T> ForkMutex<T> {
     #[inline]
     pub fn get(&self) -> &std::sync::Mutex<T> {
         if !self.1.load(Ordering::Relaxed) {
-            self.1.store(true, Ordering::Relaxed);
+            // Before any lock of it (SeqCst, once): a fork that catches
+            // the mutex held finds the mark in the child.
+            self.1.store(true, Ordering::SeqCst);
         }
         // SAFETY: only `unlock_after_fork` writes the cell, in a forked
         // child with no other thread and no outstanding reference in use.
