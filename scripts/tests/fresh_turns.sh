@@ -11,6 +11,11 @@ out=$(CORUN_WORKERS=1 timeout -k 5 60 env LD_PRELOAD="$LIB" "$BIN/fresh_turns" 1
 last=$(sed -n 's/.*started: \([0-9]*\) (one round: \([0-9]*\)).*/\1/p' <<<"$out")
 [ -n "$last" ] || fail "no figure in: $out"
 # One round is 1,000 yields; the burst's turns come after it, and the
-# spinners keep yielding while the new threads run: two rounds at most.
-[ "$last" -le 2000 ] || fail "the last new thread started after $last yields of the others (at most 2,000 wanted): $out"
+# spinners keep yielding while the new threads run: two rounds. main can
+# also be preempted once while it makes the burst (1,000 pthread_creates
+# outlast a time slice now and then), which lets the spinners have part
+# of one more round first: 2,006-2,102 in ~5% of runs, with the library
+# of 29c405a as with later ones (60 runs each, 2026-12-06). Three rounds
+# at most; the fault this guards against gave ~61,000.
+[ "$last" -le 3000 ] || fail "the last new thread started after $last yields of the others (at most 3,000 wanted): $out"
 ok "$out"
