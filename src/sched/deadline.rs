@@ -21,7 +21,7 @@ use super::token::Inner;
 
 static MAP: Mutex<BTreeMap<(u64, u64), Weak<Inner>>> = Mutex::new(BTreeMap::new());
 static CHANGED: Condvar = Condvar::new();
-#[link_section = ".data.corun_fork"]
+#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Cancels `tok` (id `id`) at the monotonic time `at`.

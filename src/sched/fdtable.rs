@@ -287,7 +287,7 @@ static INHERITED: [AtomicPtr<FdEntry>; CHUNKS] =
 
 /// Which slots of TABLE or INHERITED hold a chunk (one bit each), so that a
 /// fork does not scan every slot.
-#[link_section = ".data.corun_fork"]
+#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
 static USED: [AtomicU64; CHUNKS / 64] = [const { AtomicU64::new(0) }; CHUNKS / 64];
 
 /// The entry for `fd`, allocating its chunk on first use; None for fds

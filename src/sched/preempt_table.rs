@@ -83,7 +83,7 @@ const EMPTY: Table = Table {
 static TABLES: [Table; 2] = [EMPTY, EMPTY];
 /// The current table's index, + 2 once one was published (0: none yet).
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
-#[link_section = ".data.corun_fork"]
+#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
 static READERS: [AtomicUsize; 2] = [ZERO, ZERO];
 
 /// A table a handler reads; counted out when dropped.

@@ -52,7 +52,7 @@ pub(super) struct Shard {
     lock: SpinLock<()>,
 }
 
-#[link_section = ".data.corun_fork"]
+#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
 pub(super) static REGISTRY: [Shard; SHARDS] = [const {
     Shard {
         lock: SpinLock::new(()),
