@@ -255,10 +255,7 @@ pub(super) fn walk(list: usize, mut f: impl FnMut(*const DebugRecord) -> bool) {
 /// them); the lists start empty before the child's main registers again.
 pub(super) fn after_fork_child() {
     for h in &corun_debug.heads {
-        // A look first: a store would copy the page (`sys::ForkReset`).
-        if !h.load(Relaxed).is_null() {
-            h.store(std::ptr::null_mut(), Relaxed);
-        }
+        crate::sys::ForkReset::reset_to(h, std::ptr::null_mut());
     }
 }
 

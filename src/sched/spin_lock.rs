@@ -70,10 +70,8 @@ impl<T> SpinLock<T> {
     /// holds none, when the holder was one of the parent's other threads.
     pub unsafe fn force_unlock(&self) {
         // Only if held: a store to a free lock would copy its page in a
-        // forked child all the same (`sys::ForkReset`).
-        if self.locked.load(Ordering::Relaxed) {
-            self.locked.store(false, Ordering::Release);
-        }
+        // forked child all the same.
+        crate::sys::ForkReset::reset_to(&self.locked, false);
     }
 
     #[cold]

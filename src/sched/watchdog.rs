@@ -122,9 +122,7 @@ pub fn wake() {
 /// In a forked child the watchdog thread does not exist: let the next spawn
 /// start one.
 pub fn reset_after_fork() {
-    if STARTED.load(Ordering::Relaxed) {
-        STARTED.store(false, Ordering::Relaxed);
-    }
+    crate::sys::ForkReset::reset_to(&STARTED, false);
 }
 
 fn run(rt: &'static Runtime) {

@@ -473,9 +473,7 @@ impl Worker {
     /// The slot is written by one compare-exchange, so a fork in the middle
     /// of a push leaves it whole or empty.
     pub(super) fn forget_handoff_after_fork(&self) {
-        if !self.handoff.load(Ordering::Relaxed).is_null() {
-            self.handoff.store(std::ptr::null_mut(), Ordering::Relaxed);
-        }
+        crate::sys::ForkReset::reset_to(&self.handoff, std::ptr::null_mut());
     }
 
     /// A task woken from another thread: the hand-off slot first, then the

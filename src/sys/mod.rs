@@ -353,6 +353,15 @@ fork_reset!(
     AtomicUsize => usize
 );
 
+impl<T> ForkReset<*mut T> for std::sync::atomic::AtomicPtr<T> {
+    #[inline]
+    fn reset_to(&self, v: *mut T) {
+        if self.load(Ordering::Relaxed) != v {
+            self.store(v, Ordering::SeqCst);
+        }
+    }
+}
+
 /// The kernel thread id of the caller.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.

@@ -524,9 +524,7 @@ pub fn after_fork_child() {
     // visiting them would only fault their pages in (a forked child pays
     // for what it uses).
     if PARKED.load(Ordering::SeqCst) == 0 {
-        if KERNEL_SLEEPERS.load(Ordering::SeqCst) != 0 {
-            KERNEL_SLEEPERS.store(0, Ordering::SeqCst);
-        }
+        crate::sys::ForkReset::reset_to(&KERNEL_SLEEPERS, 0);
         return;
     }
     for b in LOT.iter() {
