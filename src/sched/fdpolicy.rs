@@ -69,16 +69,13 @@ pub const NB_UNKNOWN: u8 = 0;
 pub const NB_OFF: u8 = 1;
 pub const NB_ON: u8 = 2;
 
+/// `repr(C)`, `kind` and `nonblock` first: with `FdEntry`'s first fields
+/// they are what an event loop's read and write look at (one cache line);
+/// the small fields before the words, so that none pads.
 #[derive(Default)]
+#[repr(C)]
 pub struct FdPolicy {
     pub kind: AtomicU8,
-    /// `epoch << 2 | NB_*`: the program's O_NONBLOCK wish as last learned,
-    /// valid while the global epoch (hooks::NB_EPOCH) is unchanged.
-    pub nonblock: AtomicU32,
-    /// SO_RCVTIMEO / SO_SNDTIMEO in ns: 0 not known yet (the hooks ask the
-    /// kernel), u64::MAX none.
-    pub rcv_timeo: AtomicU64,
-    pub snd_timeo: AtomicU64,
     /// The open file description may be reached through another fd too
     /// (dup, dup2, F_DUPFD): a socket timeout set through that other fd is
     /// not seen here, so the hooks ask the kernel instead of the cache.
@@ -87,20 +84,27 @@ pub struct FdPolicy {
     /// SOCK_STREAM and protocol 0 or IPPROTO_TCP, or accepted from one):
     /// a read that returns less than asked emptied it (`hooks/drained.rs`).
     pub tcp: AtomicBool,
-    /// The process's child-process generation when it made this socket
-    /// with `socket` (0: not made here): `hooks/listener.rs`.
-    pub own_gen: AtomicU64,
+    /// A regular file's `READS_*` (`hooks/file.rs`): 0 not learned yet.
+    pub file_reads: AtomicU8,
+    /// `epoch << 2 | NB_*`: the program's O_NONBLOCK wish as last learned,
+    /// valid while the global epoch (hooks::NB_EPOCH) is unchanged.
+    pub nonblock: AtomicU32,
     /// A regular file's `WRITES_*` in the low 2 bits, above them the
     /// `hooks/file.rs` epoch it was learned in (0: never learned): the
     /// decision holds while no `fcntl(F_SETFL)` has set O_DIRECT since.
     pub file_writes: AtomicU32,
-    /// A regular file's `READS_*` (`hooks/file.rs`): 0 not learned yet.
-    pub file_reads: AtomicU8,
+    file_gen: AtomicU32,
+    /// SO_RCVTIMEO / SO_SNDTIMEO in ns: 0 not known yet (the hooks ask the
+    /// kernel), u64::MAX none.
+    pub rcv_timeo: AtomicU64,
+    pub snd_timeo: AtomicU64,
+    /// The process's child-process generation when it made this socket
+    /// with `socket` (0: not made here): `hooks/listener.rs`.
+    pub own_gen: AtomicU64,
     /// Which file the fd named when a call of generation `file_gen` last
     /// parked on it (`same_file`): an fd replaced behind corun's back is
     /// noticed before a call waits on the old file's registration.
     file_id: AtomicU64,
-    file_gen: AtomicU32,
     /// When `file_id` was last compared (monotonic ns).
     file_checked: AtomicU64,
     /// The read-side snapshot (`gen << 32 | seq`, plus one; 0: none) taken

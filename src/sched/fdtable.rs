@@ -91,11 +91,19 @@ impl Waiters {
     }
 }
 
+/// `repr(C)`, the fields an event loop's read and write look at first
+/// (`gen` and `read_seq` for the snapshot, then `policy`'s kind and
+/// O_NONBLOCK wish): one cache line, where Rust's own order had put the
+/// snapshot 200 bytes after the policy (two lines a read of Redis's).
 #[derive(Default)]
+#[repr(C)]
 pub struct FdEntry {
     pub gen: AtomicU32,
     pub read_seq: AtomicU32,
     pub write_seq: AtomicU32,
+    /// What the hooks learned and decide with (`fdpolicy.rs`): reset with
+    /// the generation, otherwise only the hooks' business.
+    pub policy: FdPolicy,
     /// `(gen << 32 | read_seq) + 1` as a read that emptied the socket saw
     /// them before it was made, 0 if none (`hooks/drained.rs`).
     pub drained: AtomicU64,
@@ -118,9 +126,6 @@ pub struct FdEntry {
     /// The last read-side edge: `read_seq` after it << 32 | its epoll
     /// events (`one_read_edge_since`).
     read_edge: AtomicU64,
-    /// What the hooks learned and decide with (`fdpolicy.rs`): reset with
-    /// the generation, otherwise only the hooks' business.
-    pub policy: FdPolicy,
     pub waiters: Mutex<Waiters>,
 }
 
