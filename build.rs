@@ -41,6 +41,19 @@ fn main() {
     // bytes and exits): 51 page faults a child before, 43 with them
     // together (natively 26), 245 us against 224 a fork (docs/ARCHITECTURE.md §5.5).
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,keep-text-section-prefix");
+    // The statics a forked child writes (`#[link_section = "corun_fork"]`,
+    // about 2.7 KiB) are one output section, but the linker would start
+    // it wherever `.data` ends: across a page boundary, each store after
+    // the fork copied two pages. This script, added to the linker's
+    // default layout (INSERT), starts the section on a page of its own.
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    let fork_ld = Path::new(&out).join("corun_fork.ld");
+    std::fs::write(
+        &fork_ld,
+        "SECTIONS\n{\n  corun_fork : ALIGN(4096) { *(corun_fork) }\n}\nINSERT AFTER .data;\n",
+    )
+    .expect("OUT_DIR is writable");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-T,{}", fork_ld.display());
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=CC");
     if let Some(eh) = static_unwinder() {

@@ -62,7 +62,7 @@ struct Listed {
     tid: AtomicI32,
     tp: AtomicUsize,
 }
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork_tables"] // read after a fork: sys::ForkReset
 static LISTED: [Listed; MAX_WORKERS] = [const {
     Listed {
         tid: AtomicI32::new(0),

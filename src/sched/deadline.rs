@@ -21,7 +21,7 @@ use super::token::Inner;
 
 static MAP: Mutex<BTreeMap<(u64, u64), Weak<Inner>>> = Mutex::new(BTreeMap::new());
 static CHANGED: Condvar = Condvar::new();
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Cancels `tok` (id `id`) at the monotonic time `at`.
@@ -52,7 +52,8 @@ pub fn remove(at: u64, id: u64) {
 /// In a forked child: the thread is the parent's; start one anew when a
 /// deadline is next added (the deadlines already there wait for it).
 pub fn after_fork_child() {
-    STARTED.store(false, Ordering::Release);
+    // A look first: a store would copy the page (`sys::ForkReset`).
+    crate::sys::ForkReset::reset_to(&STARTED, false);
 }
 
 /// Wakes the thread (it then looks whether the process is confined:

@@ -45,9 +45,11 @@ pub struct DebugRoot {
     heads: [AtomicPtr<DebugRecord>; LISTS],
 }
 
-/// The registry gdb finds by name.
+/// The registry gdb finds by name. A forked child links its task here:
+/// on the page of the statics every child writes (`sys::ForkReset`).
 #[no_mangle]
 #[used]
+#[link_section = "corun_fork"] // written after a fork: sys::ForkReset
 pub static corun_debug: DebugRoot = DebugRoot {
     magic: *b"CORUNDBG",
     version: AtomicU32::new(VERSION),

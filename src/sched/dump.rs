@@ -46,6 +46,7 @@ use super::waitdesc::{coarse_now_ns, Cause};
 static EVENTFD: AtomicI32 = AtomicI32::new(-1);
 static OWNER: AtomicI32 = AtomicI32::new(0);
 /// The dump signal (0: dumps not installed).
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// The thread name of a coroutine, from the hooks layer (`pthread` keeps
 /// names); None when it has none of its own.

@@ -282,17 +282,26 @@ impl FdEntry {
 
 pub use super::own_lock::lock;
 
-static TABLE: [AtomicPtr<FdEntry>; CHUNKS] =
-    [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
+/// A slot of the table: the chunk of `CHUNK` entries in use, and, in a
+/// forked child, the parent's chunk that the child has not rebuilt yet
+/// (`rebuild_after_fork`), read when it is rebuilt. Side by side: the
+/// child's move of one to the other copies one page, where two arrays
+/// had it copy a page of each (`sys::ForkReset`).
+struct Slot {
+    cur: AtomicPtr<FdEntry>,
+    inherited: AtomicPtr<FdEntry>,
+}
 
-/// In a forked child: the parent's chunk for each slot that the child has
-/// not rebuilt yet (`rebuild_after_fork`), read when it is rebuilt.
-static INHERITED: [AtomicPtr<FdEntry>; CHUNKS] =
-    [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
+static TABLE: [Slot; CHUNKS] = [const {
+    Slot {
+        cur: AtomicPtr::new(std::ptr::null_mut()),
+        inherited: AtomicPtr::new(std::ptr::null_mut()),
+    }
+}; CHUNKS];
 
-/// Which slots of TABLE or INHERITED hold a chunk (one bit each), so that a
+/// Which slots of TABLE hold a chunk, in use or inherited (one bit each), so that a
 /// fork does not scan every slot.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork_tables"] // read after a fork: sys::ForkReset
 static USED: [AtomicU64; CHUNKS / 64] = [const { AtomicU64::new(0) }; CHUNKS / 64];
 
 /// The entry for `fd`, allocating its chunk on first use; None for fds
@@ -303,7 +312,7 @@ pub fn get(fd: i32) -> Option<&'static FdEntry> {
         return None;
     }
     let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
-    let mut p = TABLE[c].load(Ordering::Acquire);
+    let mut p = TABLE[c].cur.load(Ordering::Acquire);
     if p.is_null() {
         p = alloc_chunk(c);
     }
@@ -319,9 +328,9 @@ pub fn peek(fd: i32) -> Option<&'static FdEntry> {
         return None;
     }
     let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
-    let mut p = TABLE[c].load(Ordering::Acquire);
+    let mut p = TABLE[c].cur.load(Ordering::Acquire);
     if p.is_null() {
-        if INHERITED[c].load(Ordering::Acquire).is_null() {
+        if TABLE[c].inherited.load(Ordering::Acquire).is_null() {
             return None;
         }
         p = alloc_chunk(c);
@@ -339,7 +348,7 @@ pub fn peek_built(fd: i32) -> Option<&'static FdEntry> {
         return None;
     }
     let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
-    let p = TABLE[c].load(Ordering::Acquire);
+    let p = TABLE[c].cur.load(Ordering::Acquire);
     if p.is_null() {
         return None;
     }
@@ -380,9 +389,9 @@ pub fn is_runtime(fd: i32) -> bool {
         return false;
     }
     let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
-    let mut p = TABLE[c].load(Ordering::Acquire);
+    let mut p = TABLE[c].cur.load(Ordering::Acquire);
     if p.is_null() {
-        p = INHERITED[c].load(Ordering::Acquire);
+        p = TABLE[c].inherited.load(Ordering::Acquire);
         if p.is_null() {
             return false;
         }
@@ -395,7 +404,7 @@ pub fn is_runtime(fd: i32) -> bool {
 /// (`rebuild_after_fork`).
 #[cold]
 fn alloc_chunk(c: usize) -> *mut FdEntry {
-    let old = INHERITED[c].load(Ordering::Acquire);
+    let old = TABLE[c].inherited.load(Ordering::Acquire);
     let v: Vec<FdEntry> = (0..CHUNK)
         .map(|i| {
             let n = FdEntry::default();
@@ -417,9 +426,16 @@ fn alloc_chunk(c: usize) -> *mut FdEntry {
     // Marked before the chunk is published: a fork between the two must
     // not miss it.
     USED[c / 64].fetch_or(1 << (c % 64), Ordering::AcqRel);
-    match TABLE[c].compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire) {
+    match TABLE[c].cur.compare_exchange(
+        std::ptr::null_mut(),
+        p,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
         Ok(_) => {
-            INHERITED[c].store(std::ptr::null_mut(), Ordering::Release);
+            TABLE[c]
+                .inherited
+                .store(std::ptr::null_mut(), Ordering::Release);
             p
         }
         Err(other) => {
@@ -446,12 +462,12 @@ pub fn rebuild_after_fork() {
         while bits != 0 {
             let c = w * 64 + bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            let cur = TABLE[c].load(Ordering::Acquire);
+            let cur = TABLE[c].cur.load(Ordering::Acquire);
             if !cur.is_null() {
                 // A chunk the parent used; else the parent's own
                 // inheritance (never rebuilt there) stays as it is.
-                INHERITED[c].store(cur, Ordering::Release);
-                TABLE[c].store(std::ptr::null_mut(), Ordering::Release);
+                TABLE[c].inherited.store(cur, Ordering::Release);
+                TABLE[c].cur.store(std::ptr::null_mut(), Ordering::Release);
             }
         }
     }
@@ -461,8 +477,8 @@ pub fn rebuild_after_fork() {
 pub fn forget(fd: i32) {
     if fd >= 0 && (fd as usize) < MAX_FD {
         let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
-        let old = INHERITED[c].load(Ordering::Acquire);
-        if TABLE[c].load(Ordering::Acquire).is_null() && !old.is_null() {
+        let old = TABLE[c].inherited.load(Ordering::Acquire);
+        if TABLE[c].cur.load(Ordering::Acquire).is_null() && !old.is_null() {
             // A forked child closing an fd of a chunk it has not rebuilt:
             // the rebuild will copy nothing about it (no allocation now;
             // a child that closes its listener and exits makes none).
@@ -510,7 +526,7 @@ pub fn forget_for_close(fd: i32) -> bool {
         return true;
     }
     let (c, i) = (fd as usize / CHUNK, fd as usize % CHUNK);
-    let p = TABLE[c].load(Ordering::Acquire);
+    let p = TABLE[c].cur.load(Ordering::Acquire);
     if p.is_null() {
         return forget_inherited(c, i);
     }
@@ -529,7 +545,7 @@ pub fn forget_for_close(fd: i32) -> bool {
 #[cold]
 #[link_section = ".text.hot.corun"] // a forked child's path: build.rs
 fn forget_inherited(c: usize, i: usize) -> bool {
-    let old = INHERITED[c].load(Ordering::Acquire);
+    let old = TABLE[c].inherited.load(Ordering::Acquire);
     if old.is_null() {
         return true;
     }

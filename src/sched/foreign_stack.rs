@@ -27,13 +27,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::config::MAX_WORKERS;
 
 /// An sp the handler found off the running coroutine's stack (0: none).
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork_tables"] // read after a fork: sys::ForkReset
 static SEEN: [AtomicUsize; MAX_WORKERS] = [const { AtomicUsize::new(0) }; MAX_WORKERS];
 /// The mapping the monitor found for it: `LO[i] .. HI[i]` (HI 0: none).
 /// Written HI = 0, LO, HI; read HI, LO, HI.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork_tables"] // read after a fork: sys::ForkReset
 static LO: [AtomicUsize; MAX_WORKERS] = [const { AtomicUsize::new(0) }; MAX_WORKERS];
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork_tables"] // read after a fork: sys::ForkReset
 static HI: [AtomicUsize; MAX_WORKERS] = [const { AtomicUsize::new(0) }; MAX_WORKERS];
 
 /// The handler's side: the bounds `(lo, top)` of the mapping that holds

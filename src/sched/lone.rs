@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 const SPAWNED: u8 = 1;
 const TOKENS: u8 = 2;
 const WAITED: u8 = 4;
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static STATE: AtomicU8 = AtomicU8::new(0);
 
 /// A coroutine other than `main` (or a forked child's own) is being

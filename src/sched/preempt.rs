@@ -105,10 +105,10 @@ pub const VALUE: u64 = 0x636f_7275_6e50_5245;
 
 /// The slice in ns (0: preemption off).
 pub(super) static SLICE_NS: AtomicU64 = AtomicU64::new(0);
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// Per worker: the switch count + 1 of the run to preempt (0: none).
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork_tables"] // read after a fork: sys::ForkReset
 pub(super) static WANT: [AtomicU64; MAX_WORKERS] = [const { AtomicU64::new(0) }; MAX_WORKERS];
 /// How long a run lasts at least before a due timer preempts it (the
 /// order of the kernel's wake-up granularity); also the monitor's period

@@ -83,7 +83,7 @@ const EMPTY: Table = Table {
 static TABLES: [Table; 2] = [EMPTY, EMPTY];
 /// The current table's index, + 2 once one was published (0: none yet).
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static READERS: [AtomicUsize; 2] = [ZERO, ZERO];
 
 /// A table a handler reads; counted out when dropped.
@@ -222,6 +222,7 @@ pub(super) fn publish(found: &[Found]) {
 /// threads the child does not have.
 pub(super) fn reset_after_fork() {
     for r in &READERS {
-        r.store(0, Ordering::Relaxed);
+        // A look first: a store would copy the page (`sys::ForkReset`).
+        crate::sys::ForkReset::reset_to(r, 0);
     }
 }

@@ -28,7 +28,7 @@ static MAPS: ProcFile = ProcFile::new();
 
 /// The first spawn (of this process: a forked child starts over) opened
 /// the files.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static OPENED: AtomicBool = AtomicBool::new(false);
 
 /// Whether anything reads the files: the monitor (preemption on) or the

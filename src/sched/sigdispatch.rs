@@ -52,7 +52,9 @@ pub(super) struct Shard {
     lock: SpinLock<()>,
 }
 
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+// A forked child registers its only task here: with the statics every
+// child writes (`sys::ForkReset`).
+#[link_section = "corun_fork"] // written after a fork: sys::ForkReset
 pub(super) static REGISTRY: [Shard; SHARDS] = [const {
     Shard {
         lock: SpinLock::new(()),

@@ -50,7 +50,7 @@ static TABLE: [Slot; SLOTS] = [const {
 /// One past the highest slot ever claimed. Raised before the slot is
 /// claimed, so a key that is not FREE always lies below it; whoever must
 /// see a kept siginfo (the pending bit marked after `put`) sees it raised.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static HIGH: AtomicUsize = AtomicUsize::new(0);
 
 /// The slots ever claimed.

@@ -60,14 +60,22 @@ pub const NEVER_BLOCKED: u64 = UNBLOCKABLE
     | bit(libc::SIGTRAP)
     | bit(libc::SIGSYS);
 
+// A forked child re-counts its only task (`reset`, then `count_in`): these
+// share the page of the statics every child writes (`sys::ForkReset`).
+#[link_section = "corun_fork"] // written after a fork: sys::ForkReset
 static LIVE: AtomicU64 = AtomicU64::new(0);
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static BLOCKERS: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
 /// Sum of BLOCKERS: zero when no task blocks anything (the usual case).
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static BLOCKED_PAIRS: AtomicU64 = AtomicU64::new(0);
 /// The mask every worker should have, and its generation.
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static KMASK: AtomicU64 = AtomicU64::new(0);
 static EPOCH: AtomicU64 = AtomicU64::new(1);
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static LOCK: AtomicBool = AtomicBool::new(false);
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static AGAIN: AtomicBool = AtomicBool::new(false);
 
 fn add(mask: u64, delta: i32) {
@@ -125,13 +133,17 @@ pub fn count_change(old: u64, new: u64) -> bool {
 
 /// Forgets every task (a forked child re-counts its only one).
 pub fn reset() {
-    LIVE.store(0, Ordering::SeqCst);
+    use crate::sys::ForkReset;
+    LIVE.reset_to(0);
+    // Every entry, not only when BLOCKED_PAIRS says some is set: a spawn
+    // on another thread cut by the fork may have counted one and not yet
+    // the sum.
     for b in &BLOCKERS {
-        b.store(0, Ordering::SeqCst);
+        b.reset_to(0);
     }
-    BLOCKED_PAIRS.store(0, Ordering::SeqCst);
-    LOCK.store(false, Ordering::SeqCst);
-    AGAIN.store(false, Ordering::SeqCst);
+    BLOCKED_PAIRS.reset_to(0);
+    LOCK.reset_to(false);
+    AGAIN.reset_to(false);
 }
 
 fn desired() -> u64 {

@@ -80,19 +80,19 @@ pub fn is_marker_value(v: u64) -> bool {
 const ARMED: u64 = 1 << 63;
 
 /// Signals sent to the process that no coroutine took yet.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 pub(super) static PROC_PENDING: AtomicU64 = AtomicU64::new(0);
 /// A worker should dispatch (set from handlers).
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 pub(super) static WORK: AtomicBool = AtomicBool::new(false);
 /// Some task other than main may need a wake-up: scan the registry.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 pub(super) static SCAN: AtomicBool = AtomicBool::new(false);
 /// Only one worker dispatches at a time.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 pub(super) static DISPATCHING: AtomicBool = AtomicBool::new(false);
 /// `main`'s task (a counted reference leaked for the process' life).
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 pub(super) static MAIN: AtomicPtr<Task> = AtomicPtr::new(std::ptr::null_mut());
 /// Runs the program's handlers of the running task's deliverable signals
 /// (registered by the hooks layer, which knows the handlers).

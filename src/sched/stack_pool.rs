@@ -31,11 +31,11 @@ use crate::ctx::{GuardedStack, StackPool};
 use super::fdtable;
 use super::worker::Worker;
 
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static SHARED_STACKS: std::sync::Mutex<StackPool> = std::sync::Mutex::new(StackPool::new());
 /// In a forked child whose parent held the shared pool's lock at the fork:
 /// the lock can never be taken again, so map slabs directly.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static SHARED_STACKS_BROKEN: AtomicBool = AtomicBool::new(false);
 /// Idle stacks of a size a worker keeps for itself.
 const LOCAL_STACKS: usize = crate::ctx::stack::HOT;
@@ -49,14 +49,14 @@ const SCAVENGE_AFTER_NS: u64 = 500_000_000;
 /// Uses of the shared pool (gets and puts; written under its lock, so
 /// no clock is read on the spawn path), and, for the scavenger, the count
 /// it last saw and since when (monotonic ns).
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static USES: AtomicU64 = AtomicU64::new(0);
 static SEEN_USES: AtomicU64 = AtomicU64::new(u64::MAX);
 static SEEN_SINCE: AtomicU64 = AtomicU64::new(0);
 
 /// Set before the shared pool's lock is first taken: a forked child of a
 /// process that never took it leaves it alone (`shared_stacks_after_fork`).
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static EVER_LOCKED: AtomicBool = AtomicBool::new(false);
 
 fn note_locking() {

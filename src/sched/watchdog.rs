@@ -60,7 +60,7 @@ use super::runtime::Runtime;
 use super::worker::Worker;
 use crate::sys::{now_ns, raw_stderr};
 
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// `fn(pc) -> bool`: whether code at pc belongs to a runtime that

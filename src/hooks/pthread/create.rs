@@ -377,8 +377,11 @@ pub(crate) fn end_without_unwind(value: usize) -> ! {
 /// another thread would stay locked (the forking thread's own record is
 /// kept; the parent's other threads do not exist here).
 pub(crate) fn after_fork_child() {
-    for s in THREADS.iter() {
-        s.unlock_after_fork(|| None);
+    let mut used = SHARDS_USED.load(Ordering::Relaxed);
+    while used != 0 {
+        let i = used.trailing_zeros() as usize;
+        used &= used - 1;
+        THREADS[i].unlock_after_fork(|| None);
     }
     affinity::apply_in_child();
     name::apply_in_child();

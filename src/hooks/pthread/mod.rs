@@ -240,8 +240,20 @@ type Shard = Mutex<Option<HashMap<u64, Entry>>>;
 static THREADS: [crate::sys::ForkMutex<Option<HashMap<u64, Entry>>>; SHARDS] =
     [const { crate::sys::ForkMutex::new(None) }; SHARDS];
 
+/// Which shards of THREADS were ever handed out (bit i: shard i), so that
+/// a forked child looks at those only: a look at one the parent never used
+/// would map a page of zeroes in the child (`sys::ForkReset`).
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
+static SHARDS_USED: AtomicU64 = AtomicU64::new(0);
+
 fn shard(id: u64) -> &'static Shard {
-    THREADS[(id as usize) % SHARDS].get()
+    let i = (id as usize) % SHARDS;
+    if SHARDS_USED.load(Ordering::Relaxed) & (1 << i) == 0 {
+        // Before the shard is handed out (`ForkMutex::get`), as its own
+        // mark is: a fork after this use sees the bit.
+        SHARDS_USED.fetch_or(1 << i, Ordering::SeqCst);
+    }
+    THREADS[i].get()
 }
 
 fn lookup(id: u64) -> Option<(TaskRef, Arc<ThreadRec>)> {

@@ -118,11 +118,11 @@ static LOT: [crate::sys::ForkMutex<Vec<Slot>>; BUCKETS] =
     [const { crate::sys::ForkMutex::new(Vec::new()) }; BUCKETS];
 
 /// Native threads that are, or may be about to be, in a kernel futex wait.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static KERNEL_SLEEPERS: AtomicUsize = AtomicUsize::new(0);
 
 /// Coroutines that are, or may be about to be, queued in the table.
-#[link_section = ".data.corun_fork"] // read after a fork: sys::ForkReset
+#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
 static PARKED: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether some coroutine may sleep in the table. A waker calls it after
