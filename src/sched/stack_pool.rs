@@ -24,19 +24,20 @@
 //! and a TLB shoot-down per batch (the faults were a third of the 100,000
 //! sleepers benchmark with 2 workers).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::ctx::{GuardedStack, StackPool};
 
 use super::fdtable;
 use super::worker::Worker;
 
+/// The stacks the workers share. A forked child whose parent held the
+/// lock at the fork gets an empty pool in its place (`ForkMutex`); one
+/// whose parent never took it leaves it untouched (a try-lock would copy
+/// its page: `sys::ForkReset`).
 #[link_section = "corun_fork"] // read after a fork: sys::ForkReset
-static SHARED_STACKS: std::sync::Mutex<StackPool> = std::sync::Mutex::new(StackPool::new());
-/// In a forked child whose parent held the shared pool's lock at the fork:
-/// the lock can never be taken again, so map slabs directly.
-#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
-static SHARED_STACKS_BROKEN: AtomicBool = AtomicBool::new(false);
+static SHARED_STACKS: crate::sys::ForkMutex<StackPool> =
+    crate::sys::ForkMutex::new(StackPool::new());
 /// Idle stacks of a size a worker keeps for itself.
 const LOCAL_STACKS: usize = crate::ctx::stack::HOT;
 /// Stacks moved at once between a worker's pool and the shared one.
@@ -54,46 +55,22 @@ static USES: AtomicU64 = AtomicU64::new(0);
 static SEEN_USES: AtomicU64 = AtomicU64::new(u64::MAX);
 static SEEN_SINCE: AtomicU64 = AtomicU64::new(0);
 
-/// Set before the shared pool's lock is first taken: a forked child of a
-/// process that never took it leaves it alone (`shared_stacks_after_fork`).
-#[link_section = "corun_fork"] // read after a fork: sys::ForkReset
-static EVER_LOCKED: AtomicBool = AtomicBool::new(false);
-
-fn note_locking() {
-    if !EVER_LOCKED.load(Ordering::Relaxed) {
-        EVER_LOCKED.store(true, Ordering::SeqCst);
-    }
-}
-
 /// The shared pool, locked, its use counted.
 fn shared() -> std::sync::MutexGuard<'static, StackPool> {
-    note_locking();
-    let g = fdtable::lock(&SHARED_STACKS);
+    let g = fdtable::lock(SHARED_STACKS.get());
     USES.store(USES.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     g
 }
 
 /// A stack from the shared pool (or a new slab).
 pub(super) fn shared_stack(size: usize) -> std::io::Result<GuardedStack> {
-    if SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
-        return GuardedStack::map_slab(size)?
-            .pop()
-            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOMEM));
-    }
     shared().get(size)
 }
 
 /// In a forked child: the shared pool's lock may be held by a thread that
 /// does not exist there.
 pub(super) fn shared_stacks_after_fork() {
-    // Never locked: nothing to repair, and a try-lock would copy its page
-    // (`sys::ForkReset`).
-    if !EVER_LOCKED.load(Ordering::Relaxed) {
-        return;
-    }
-    if SHARED_STACKS.try_lock().is_err() {
-        SHARED_STACKS_BROKEN.store(true, Ordering::Relaxed);
-    }
+    SHARED_STACKS.unlock_after_fork(StackPool::new);
 }
 
 /// Before an idle worker sleeps with `timeout`: once the shared pool has
@@ -102,10 +79,10 @@ pub(super) fn shared_stacks_after_fork() {
 /// batch, or when the quiet time is over (a worker busy elsewhere holds
 /// the lock: skip this time).
 pub(super) fn scavenge_when_idle(timeout: Option<u64>) -> Option<u64> {
-    if !EVER_LOCKED.load(Ordering::Relaxed) {
+    if !SHARED_STACKS.ever_used() {
         return timeout; // never used: nothing to give back
     }
-    let Ok(mut pool) = SHARED_STACKS.try_lock() else {
+    let Ok(mut pool) = SHARED_STACKS.get().try_lock() else {
         return timeout;
     };
     if !pool.needs_scavenge() {
@@ -137,9 +114,6 @@ impl Worker {
         let mut local = self.local.stacks.borrow_mut();
         if let Some(s) = local.take_idle(size) {
             return Ok(s);
-        }
-        if SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
-            return shared_stack(size);
         }
         let mut pool = shared();
         // A slab may be mapped here: the address space's lock, taken for
@@ -198,9 +172,6 @@ impl Worker {
     #[cold]
     #[inline(never)]
     fn used_for_untouched(&self, reserved: GuardedStack) -> GuardedStack {
-        if SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
-            return reserved;
-        }
         let size = reserved.usable_size();
         let mut pool = shared();
         let Some(s) = pool.take_recent(size) else {
@@ -227,7 +198,7 @@ impl Worker {
         let size = s.usable_size();
         let mut local = self.local.stacks.borrow_mut();
         local.put(s);
-        if local.idle(size) <= LOCAL_STACKS || SHARED_STACKS_BROKEN.load(Ordering::Relaxed) {
+        if local.idle(size) <= LOCAL_STACKS {
             return;
         }
         let mut pool = shared();
