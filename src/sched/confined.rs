@@ -121,6 +121,7 @@ pub fn enter() {
     }
     super::blocking::retire_all();
     super::watchdog::wake();
+    super::helper_park::wake_all();
     super::deadline::wake();
     super::sync::shared_watch::wake();
     let until = crate::sys::now_ns() + HELPERS_GONE_NS;

@@ -55,6 +55,7 @@ pub fn after_fork_child(forking_task: u64, is_main: bool) {
     super::blocking::reset_after_fork();
     super::stack_pool::shared_stacks_after_fork();
     super::watchdog::reset_after_fork();
+    super::helper_park::after_fork_child();
     super::preempt::reset_after_fork();
     super::proc_view::after_fork_child();
     super::startname::after_fork_child();

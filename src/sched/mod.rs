@@ -35,6 +35,7 @@ mod foreign_stack;
 pub mod fork;
 pub mod fork_injector;
 pub mod handler_depth;
+mod helper_park;
 pub mod identity;
 pub mod load;
 pub mod lone;

@@ -159,6 +159,7 @@ impl Worker {
         };
         if naps {
             self.napping.store(false, Ordering::SeqCst);
+            super::helper_park::worker_woke();
         }
         self.note_cpu();
         if block {

@@ -158,6 +158,12 @@ pub(super) fn monitor(rt: &'static Runtime) {
             last_sent = now;
         }
         busy = long_run.then_some(first_due);
+        // Nothing runs on any worker: no tick until one wakes
+        // (`helper_park.rs`), where an idle process woke this thread 200
+        // times a second.
+        if busy.is_none() && !pull_soon && super::helper_park::all_napping(rt) {
+            super::helper_park::park(super::helper_park::MONITOR, rt);
+        }
     }
 }
 

@@ -113,6 +113,8 @@ fn start_thread(w: &'static Worker, epoll: crate::sys::epoll::Epoll) -> std::io:
     crate::sys::spawn_native_thread(Box::new(move || {
         w.attach();
         w.set_epoll(epoll);
+        // It runs before it ever napped: the helpers may be parked.
+        super::helper_park::wake_all();
         // Worker 0 runs until main's task ends; the others until they are
         // retired (`retire_idle`).
         w.run(|| w.dead.load(Ordering::Relaxed));

@@ -90,6 +90,7 @@ pub fn sleep_solo<R>(fd: i32, wait: impl FnOnce() -> R) -> Option<R> {
     let r = wait();
     task.ident.at_cancel_point.store(false, Ordering::Relaxed);
     w.napping.store(false, Ordering::SeqCst);
+    super::helper_park::worker_woke();
     w.note_cpu();
     w.sleeping.store(false, Ordering::SeqCst);
     // Back from the scheduler's sleep, as after a switch: the watchdog's

@@ -143,6 +143,9 @@ fn run(rt: &'static Runtime) {
             // (`confined.rs`); no coroutine stalls there any more.
             return;
         }
+        // No worker runs anything that could stall: no look until one
+        // wakes (`helper_park.rs`).
+        super::helper_park::park(super::helper_park::WATCHDOG, rt);
         let ts = crate::sys::ns_timespec(period);
         // A sleep `wake` can cut short: FUTEX_WAIT on a word that is 0
         // until then (set before the wake, so a wake cannot be missed).

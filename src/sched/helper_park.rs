@@ -1,0 +1,109 @@
+//! corun's sampling helpers park while every worker sleeps in the kernel.
+//!
+//! The preemption monitor (`preempt_monitor.rs`) and the watchdog
+//! (`watchdog.rs`) look at the workers' running coroutines on a period:
+//! the monitor every half slice when nothing computes (200 times a
+//! second), the watchdog every quarter of the stall time. A process whose
+//! workers all nap (blocked in their poll or in a solo wait, no coroutine
+//! running) has nothing for either to see until a worker wakes, yet they
+//! kept waking: an idle Redis under corun made 245 context switches a
+//! second (the monitor 200, the watchdog 40) where natively it makes 10
+//! (its own `hz`), and took 5x the CPU.
+//!
+//! So a helper that finds every worker napping waits on a futex word
+//! instead of its period, and the first worker to wake wakes it. The two
+//! sides follow Dekker's pattern on SeqCst words:
+//!
+//! ```text
+//!   helper:  PARKED |= bit;  every worker napping?  yes: FUTEX_WAIT(PARKED)
+//!   worker:  napping = false;  PARKED != 0?  yes: PARKED = 0, FUTEX_WAKE
+//! ```
+//!
+//! Either the helper's look sees the worker awake (it does not wait), or
+//! the worker's look sees the helper's bit (it wakes it); a worker that
+//! clears the word before the helper's FUTEX_WAIT makes that wait return
+//! at once (the word is no longer the value it expects). A worker thread
+//! that starts runs before it ever napped: its start wakes the helpers
+//! too. A park also ends after `MAX_PARK_NS`, which bounds what a wake
+//! missed by a path this file does not know of could cost (sampling late,
+//! never a hang).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::runtime::Runtime;
+
+/// The helpers' bits in `PARKED`.
+pub const MONITOR: u32 = 1;
+pub const WATCHDOG: u32 = 2;
+
+/// The bits of the helpers that wait (or are about to wait) on it.
+#[link_section = "corun_fork"] // reset after a fork: sys::ForkReset
+static PARKED: AtomicU32 = AtomicU32::new(0);
+
+/// The longest park.
+const MAX_PARK_NS: u64 = 1_000_000_000;
+
+/// Whether every worker of `rt` sleeps in the kernel with no coroutine
+/// running (or was never started, or was retired).
+pub fn all_napping(rt: &Runtime) -> bool {
+    rt.workers.iter().all(|w| {
+        !w.started.load(Ordering::Acquire)
+            || w.dead.load(Ordering::Relaxed)
+            || (w.napping.load(Ordering::SeqCst) && w.running_id.load(Ordering::Relaxed) == 0)
+    })
+}
+
+/// Called by helper `bit`: waits until a worker wakes (at most
+/// `MAX_PARK_NS`) if every worker of `rt` naps; returns at once
+/// otherwise.
+pub fn park(bit: u32, rt: &Runtime) {
+    let v = PARKED.fetch_or(bit, Ordering::SeqCst) | bit;
+    if all_napping(rt) {
+        let ts = crate::sys::ns_timespec(MAX_PARK_NS);
+        // SAFETY: a private futex word of ours and a valid relative
+        // timeout; a wait on a changed word returns EAGAIN at once.
+        unsafe {
+            crate::sys::real::syscall!(
+                libc::SYS_futex,
+                PARKED.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                v,
+                &ts as *const libc::timespec
+            )
+        };
+    }
+    PARKED.fetch_and(!bit, Ordering::SeqCst);
+}
+
+/// Called by a worker whose thread runs again (after its `napping` store
+/// of false): wakes the parked helpers.
+#[inline]
+pub fn worker_woke() {
+    if PARKED.load(Ordering::SeqCst) != 0 {
+        wake_all();
+    }
+}
+
+/// Wakes every parked helper (a worker woke or starts; the process is
+/// confined and its helpers must leave).
+#[cold]
+pub fn wake_all() {
+    if PARKED.swap(0, Ordering::SeqCst) == 0 {
+        return;
+    }
+    // SAFETY: FUTEX_WAKE on a word of ours.
+    unsafe {
+        crate::sys::real::syscall!(
+            libc::SYS_futex,
+            PARKED.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX
+        )
+    };
+}
+
+/// In a forked child no helper exists (nor waits).
+pub fn after_fork_child() {
+    use crate::sys::ForkReset;
+    PARKED.reset_to(0);
+}
