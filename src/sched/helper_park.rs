@@ -59,18 +59,7 @@ pub fn all_napping(rt: &Runtime) -> bool {
 pub fn park(bit: u32, rt: &Runtime) {
     let v = PARKED.fetch_or(bit, Ordering::SeqCst) | bit;
     if all_napping(rt) {
-        let ts = crate::sys::ns_timespec(MAX_PARK_NS);
-        // SAFETY: a private futex word of ours and a valid relative
-        // timeout; a wait on a changed word returns EAGAIN at once.
-        unsafe {
-            crate::sys::real::syscall!(
-                libc::SYS_futex,
-                PARKED.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                v,
-                &ts as *const libc::timespec
-            )
-        };
+        crate::sys::futex::wait(&PARKED, v, MAX_PARK_NS);
     }
     PARKED.fetch_and(!bit, Ordering::SeqCst);
 }
@@ -88,18 +77,9 @@ pub fn worker_woke() {
 /// confined and its helpers must leave).
 #[cold]
 pub fn wake_all() {
-    if PARKED.swap(0, Ordering::SeqCst) == 0 {
-        return;
+    if PARKED.swap(0, Ordering::SeqCst) != 0 {
+        crate::sys::futex::wake_all(&PARKED);
     }
-    // SAFETY: FUTEX_WAKE on a word of ours.
-    unsafe {
-        crate::sys::real::syscall!(
-            libc::SYS_futex,
-            PARKED.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX
-        )
-    };
 }
 
 /// In a forked child no helper exists (nor waits).

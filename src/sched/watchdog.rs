@@ -108,15 +108,7 @@ static WAKE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0)
 /// confined: `confined.rs`).
 pub fn wake() {
     WAKE.store(1, Ordering::SeqCst);
-    // SAFETY: FUTEX_WAKE on a word of ours.
-    unsafe {
-        crate::sys::real::syscall!(
-            libc::SYS_futex,
-            WAKE.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX
-        )
-    };
+    crate::sys::futex::wake_all(&WAKE);
 }
 
 /// In a forked child the watchdog thread does not exist: let the next spawn
@@ -146,19 +138,9 @@ fn run(rt: &'static Runtime) {
         // No worker runs anything that could stall: no look until one
         // wakes (`helper_park.rs`).
         super::helper_park::park(super::helper_park::WATCHDOG, rt);
-        let ts = crate::sys::ns_timespec(period);
         // A sleep `wake` can cut short: FUTEX_WAIT on a word that is 0
         // until then (set before the wake, so a wake cannot be missed).
-        // SAFETY: a private futex word of ours and a valid relative timeout.
-        unsafe {
-            crate::sys::real::syscall!(
-                libc::SYS_futex,
-                WAKE.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                0,
-                &ts as *const libc::timespec
-            )
-        };
+        crate::sys::futex::wait(&WAKE, 0, period);
         let now = now_ns();
         super::startname::learn_pending();
         for (i, w) in rt.workers.iter().enumerate() {

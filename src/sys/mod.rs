@@ -7,6 +7,7 @@ pub mod alloc;
 pub mod block_cache;
 pub mod cgroup_cpu;
 pub mod epoll;
+pub mod futex;
 pub mod nocancel;
 pub mod private_read;
 pub mod procfs;
