@@ -38,6 +38,7 @@ pub(super) fn monitor(rt: &'static Runtime) {
     let mut pull_soon = false;
     let mut looked_soon = false;
     let mut last_sent = 0u64;
+    let mut settle = super::helper_park::Settle::new(rt);
     loop {
         if super::confined::is() {
             return;
@@ -158,10 +159,10 @@ pub(super) fn monitor(rt: &'static Runtime) {
             last_sent = now;
         }
         busy = long_run.then_some(first_due);
-        // Nothing runs on any worker: no tick until one wakes
-        // (`helper_park.rs`), where an idle process woke this thread 200
-        // times a second.
-        if busy.is_none() && !pull_soon && super::helper_park::all_napping(rt) {
+        // Nothing ran on any worker for a whole tick: no tick until one
+        // wakes (`helper_park.rs`), where an idle process woke this
+        // thread 200 times a second.
+        if busy.is_none() && !pull_soon && settle.idle_for_a_period(rt) {
             super::helper_park::park(super::helper_park::MONITOR, rt);
         }
     }

@@ -129,15 +129,18 @@ fn run(rt: &'static Runtime) {
     // Per worker: its thread's CPU time when `active` was last reset.
     let mut active_cpu: Vec<u64> = vec![0; rt.workers.len()];
     let mut reported: Vec<(u64, u64)> = vec![(0, 0); rt.workers.len()];
+    let mut settle = super::helper_park::Settle::new(rt);
     loop {
         if super::confined::is() {
             // No thread of corun's outlives a confined program's own
             // (`confined.rs`); no coroutine stalls there any more.
             return;
         }
-        // No worker runs anything that could stall: no look until one
+        // No worker ran anything for a whole period: no look until one
         // wakes (`helper_park.rs`).
-        super::helper_park::park(super::helper_park::WATCHDOG, rt);
+        if settle.idle_for_a_period(rt) {
+            super::helper_park::park(super::helper_park::WATCHDOG, rt);
+        }
         // A sleep `wake` can cut short: FUTEX_WAIT on a word that is 0
         // until then (set before the wake, so a wake cannot be missed).
         crate::sys::futex::wait(&WAKE, 0, period);
