@@ -69,6 +69,19 @@ impl Settle {
         }
         same && all_napping(rt)
     }
+
+    /// Parks helper `bit` (`park`), then takes the switch counts as they
+    /// are once it runs again: the wake-up's own switch (a worker back
+    /// from its sleep to run something) is not counted as activity at the
+    /// next look. Counted, each wake-up of an idle Redis (its `hz`) cost
+    /// each helper three wakes (the park's end, a look that saw the
+    /// switch, a look that parked), two now.
+    pub fn park(&mut self, bit: u32, rt: &Runtime) {
+        park(bit, rt);
+        for (w, last) in rt.workers.iter().zip(self.switches.iter_mut()) {
+            *last = w.switches.load(Ordering::Relaxed);
+        }
+    }
 }
 
 /// Whether every worker of `rt` sleeps in the kernel with no coroutine
@@ -84,7 +97,7 @@ pub fn all_napping(rt: &Runtime) -> bool {
 /// Called by helper `bit`: waits until a worker wakes (at most
 /// `MAX_PARK_NS`) if every worker of `rt` naps; returns at once
 /// otherwise.
-pub fn park(bit: u32, rt: &Runtime) {
+fn park(bit: u32, rt: &Runtime) {
     let v = PARKED.fetch_or(bit, Ordering::SeqCst) | bit;
     if all_napping(rt) {
         crate::sys::futex::wait(&PARKED, v, MAX_PARK_NS);

@@ -163,7 +163,7 @@ pub(super) fn monitor(rt: &'static Runtime) {
         // wakes (`helper_park.rs`), where an idle process woke this
         // thread 200 times a second.
         if busy.is_none() && !pull_soon && settle.idle_for_a_period(rt) {
-            super::helper_park::park(super::helper_park::MONITOR, rt);
+            settle.park(super::helper_park::MONITOR, rt);
         }
     }
 }

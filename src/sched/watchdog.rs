@@ -139,7 +139,7 @@ fn run(rt: &'static Runtime) {
         // No worker ran anything for a whole period: no look until one
         // wakes (`helper_park.rs`).
         if settle.idle_for_a_period(rt) {
-            super::helper_park::park(super::helper_park::WATCHDOG, rt);
+            settle.park(super::helper_park::WATCHDOG, rt);
         }
         // A sleep `wake` can cut short: FUTEX_WAIT on a word that is 0
         // until then (set before the wake, so a wake cannot be missed).
