@@ -34,6 +34,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::runtime::Runtime;
+use super::worker::Worker;
 
 /// The helpers' bits in `PARKED`.
 pub const MONITOR: u32 = 1;
@@ -86,7 +87,7 @@ impl Settle {
 
 /// Whether every worker of `rt` sleeps in the kernel with no coroutine
 /// running (or was never started, or was retired).
-pub fn all_napping(rt: &Runtime) -> bool {
+fn all_napping(rt: &Runtime) -> bool {
     rt.workers.iter().all(|w| {
         !w.started.load(Ordering::Acquire)
             || w.dead.load(Ordering::Relaxed)
@@ -100,17 +101,26 @@ pub fn all_napping(rt: &Runtime) -> bool {
 fn park(bit: u32, rt: &Runtime) {
     let v = PARKED.fetch_or(bit, Ordering::SeqCst) | bit;
     if all_napping(rt) {
-        crate::sys::futex::wait(&PARKED, v, MAX_PARK_NS);
+        crate::sys::futex::wait(&PARKED, v, Some(MAX_PARK_NS));
     }
     PARKED.fetch_and(!bit, Ordering::SeqCst);
 }
 
-/// Called by a worker whose thread runs again (after its `napping` store
-/// of false): wakes the parked helpers.
-#[inline]
-pub fn worker_woke() {
-    if PARKED.load(Ordering::SeqCst) != 0 {
-        wake_all();
+impl Worker {
+    /// The worker's thread is about to block in the kernel: its poll
+    /// (`netpoller.rs`) or a solo wait (`solo.rs`).
+    pub(super) fn nap_starts(&self) {
+        self.napping.store(true, Ordering::SeqCst);
+    }
+
+    /// The worker's thread runs again: the worker's side of the protocol
+    /// above (`napping` cleared, then `PARKED` looked at).
+    #[inline]
+    pub(super) fn nap_ended(&self) {
+        self.napping.store(false, Ordering::SeqCst);
+        if PARKED.load(Ordering::SeqCst) != 0 {
+            wake_all();
+        }
     }
 }
 
@@ -119,7 +129,7 @@ pub fn worker_woke() {
 #[cold]
 pub fn wake_all() {
     if PARKED.swap(0, Ordering::SeqCst) != 0 {
-        crate::sys::futex::wake_all(&PARKED);
+        crate::sys::futex::wake(&PARKED, i32::MAX);
     }
 }
 

@@ -150,7 +150,7 @@ impl Worker {
         // fd (a yield, spawn+join or sleep loop).
         let naps = block && timeout != Some(0);
         if naps {
-            self.napping.store(true, Ordering::SeqCst);
+            self.nap_starts();
         }
         let evs: &[libc::epoll_event] = if block || self.local.watches_fds.get() {
             self.local.epoll.get().wait(&mut evs, timeout)
@@ -158,8 +158,7 @@ impl Worker {
             &[]
         };
         if naps {
-            self.napping.store(false, Ordering::SeqCst);
-            super::helper_park::worker_woke();
+            self.nap_ended();
         }
         self.note_cpu();
         if block {

@@ -86,11 +86,10 @@ pub fn sleep_solo<R>(fd: i32, wait: impl FnOnce() -> R) -> Option<R> {
         return None;
     }
     let id = w.running_id.swap(0, Ordering::Relaxed);
-    w.napping.store(true, Ordering::SeqCst);
+    w.nap_starts();
     let r = wait();
     task.ident.at_cancel_point.store(false, Ordering::Relaxed);
-    w.napping.store(false, Ordering::SeqCst);
-    super::helper_park::worker_woke();
+    w.nap_ended();
     w.note_cpu();
     w.sleeping.store(false, Ordering::SeqCst);
     // Back from the scheduler's sleep, as after a switch: the watchdog's

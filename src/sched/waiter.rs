@@ -59,15 +59,7 @@ impl ThreadParker {
     /// Wakes the thread (or makes its next `park` return at once).
     pub fn unpark(&self) {
         if self.state.swap(1, Ordering::Release) == 0 {
-            // SAFETY: futex wake on a live AtomicU32.
-            unsafe {
-                crate::sys::real::syscall!(
-                    libc::SYS_futex,
-                    self.state.as_ptr(),
-                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                    1,
-                )
-            };
+            crate::sys::futex::wake(&self.state, 1);
         }
     }
 
@@ -78,29 +70,17 @@ impl ThreadParker {
             if self.state.swap(0, Ordering::Acquire) == 1 {
                 return true;
             }
-            let ts = match deadline_ns {
+            let left = match deadline_ns {
                 Some(d) => {
                     let now = crate::sys::now_ns();
                     if now >= d {
                         return false;
                     }
-                    Some(crate::sys::ns_timespec(d - now))
+                    Some(d - now)
                 }
                 None => None,
             };
-            let tsp = ts
-                .as_ref()
-                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-            // SAFETY: futex wait on a live AtomicU32 with a NULL or valid timeout.
-            unsafe {
-                crate::sys::real::syscall!(
-                    libc::SYS_futex,
-                    self.state.as_ptr(),
-                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                    0,
-                    tsp,
-                )
-            };
+            crate::sys::futex::wait(&self.state, 0, left);
         }
     }
 }

@@ -108,7 +108,7 @@ static WAKE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0)
 /// confined: `confined.rs`).
 pub fn wake() {
     WAKE.store(1, Ordering::SeqCst);
-    crate::sys::futex::wake_all(&WAKE);
+    crate::sys::futex::wake(&WAKE, i32::MAX);
 }
 
 /// In a forked child the watchdog thread does not exist: let the next spawn
@@ -143,7 +143,7 @@ fn run(rt: &'static Runtime) {
         }
         // A sleep `wake` can cut short: FUTEX_WAIT on a word that is 0
         // until then (set before the wake, so a wake cannot be missed).
-        crate::sys::futex::wait(&WAKE, 0, period);
+        crate::sys::futex::wait(&WAKE, 0, Some(period));
         let now = now_ns();
         super::startname::learn_pending();
         for (i, w) in rt.workers.iter().enumerate() {
